@@ -1,0 +1,52 @@
+# tern's entry points. `make test` and `make bench` install what they need (scripts/setup).
+#   make test           configure, build and run the test suite (Debug, debug checks on)
+#   make asan           the same suite under AddressSanitizer + UBSan (built with clang 19)
+#   make tsan           the same suite under ThreadSanitizer
+#   make bench          build in release mode and run the benchmarks
+#   make format         reformat the sources; make format-check only checks
+#   make cross-aarch64  cross-build the aarch64 context switch and run its test under qemu
+
+JOBS ?= $(shell nproc)
+CTEST_ARGS ?=
+CLANG_FORMAT ?= clang-format-19
+GENERATOR := -G Ninja
+SOURCES = $(shell git ls-files '*.h' '*.cc' 2>/dev/null)
+
+.PHONY: setup test asan tsan bench format format-check cross-aarch64 clean
+
+setup:
+	@bash scripts/setup
+
+define build_and_test
+	cmake -S . -B $(1) $(GENERATOR) $(2)
+	cmake --build $(1) -j $(JOBS)
+	cd $(1) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+endef
+
+test: setup
+	$(call build_and_test,build/debug,-DCMAKE_BUILD_TYPE=Debug)
+
+asan: setup
+	$(call build_and_test,build/asan,-DCMAKE_BUILD_TYPE=Debug -DTERN_SANITIZE=address \
+	  -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19)
+
+tsan: setup
+	$(call build_and_test,build/tsan,-DCMAKE_BUILD_TYPE=Debug -DTERN_SANITIZE=thread)
+
+bench: setup
+	cmake -S . -B build/release $(GENERATOR) -DCMAKE_BUILD_TYPE=Release -DTERN_BUILD_TESTS=OFF \
+	  -DTERN_BUILD_BENCH=ON
+	cmake --build build/release -j $(JOBS)
+	bash bench/micro/run.sh build/release
+
+format: setup
+	$(CLANG_FORMAT) -i $(SOURCES)
+
+format-check: setup
+	$(CLANG_FORMAT) --dry-run -Werror $(SOURCES)
+
+cross-aarch64: setup
+	bash scripts/cross-aarch64
+
+clean:
+	rm -rf build

@@ -1,0 +1,136 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <new>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "tern/base/clock.h"
+#include "tern/base/result.h"
+#include "tern/fiber/fiber_options.h"
+
+namespace tern {
+
+class Fiber;
+
+namespace detail {
+
+struct FiberControl;
+
+// The type-erased callable a fiber runs; constructed in the fiber's own stack memory.
+class FiberEntry {
+ public:
+  virtual void run() = 0;
+  virtual ~FiberEntry() = default;
+};
+
+template <typename Fn>
+class FiberEntryOf final : public FiberEntry {
+ public:
+  template <typename F>
+  explicit FiberEntryOf(F&& fn) : fn_(std::forward<F>(fn)) {}
+  void run() override { fn_(); }
+
+ private:
+  Fn fn_;
+};
+
+// A fiber made but not started, and the room reserved on its stack for its entry.
+struct FiberSlot {
+  FiberControl* fiber;
+  void* entry_storage;
+};
+
+// Makes a fiber on the current worker with room for an entry of the given size and alignment.
+// Throws std::system_error if no stack can be mapped. Worker fibers only.
+FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
+                       std::size_t entry_align);
+// Frees a fiber made by create_fiber whose entry could not be constructed. Worker fibers only.
+void abandon_fiber(FiberControl* fiber) noexcept;
+// Queues a made fiber to run `entry` and returns its handle. Worker fibers only.
+Fiber start_fiber(FiberControl* fiber, FiberEntry* entry) noexcept;
+
+}  // namespace detail
+
+// A handle to a fiber, like std::thread: join() it or detach() it before it is destroyed.
+// A fiber runs on the worker that spawned it and never moves; its handle must be used from
+// that worker too (debug builds abort otherwise).
+class Fiber {
+ public:
+  // An empty handle that refers to no fiber.
+  Fiber() noexcept = default;
+  Fiber(Fiber&& other) noexcept : control_(std::exchange(other.control_, nullptr)) {}
+  Fiber& operator=(Fiber&& other) noexcept;
+  // Aborts with a message if the handle is still joinable (neither joined nor detached).
+  ~Fiber();
+
+  // Whether the handle refers to a fiber that was not joined or detached yet.
+  bool joinable() const noexcept { return control_ != nullptr; }
+  // Waits until the fiber finishes. Not interruptible. Owner worker only.
+  void join();
+  // Waits until the fiber finishes or the deadline passes (std::errc::timed_out; the handle
+  // stays joinable), or the waiting fiber is interrupted (std::errc::operation_canceled).
+  // Owner worker only.
+  Result<void> join_until(Deadline deadline);
+  // Lets the fiber run on without a handle; it frees itself when it finishes. Owner worker only.
+  void detach();
+  // Asks the fiber to stop: its current or next interruptible wait (sleep, channel, condition
+  // variable, semaphore, event, wait group) returns std::errc::operation_canceled once.
+  // Owner worker only.
+  void interrupt();
+  // The fiber's process-unique id (never 0). Owner worker only.
+  std::uint64_t id() const;
+
+ private:
+  friend Fiber detail::start_fiber(detail::FiberControl*, detail::FiberEntry*) noexcept;
+  explicit Fiber(detail::FiberControl* control) noexcept : control_(control) {}
+  void check_owner(const char* operation) const;
+  detail::FiberControl* control_ = nullptr;
+};
+
+// Starts a fiber running fn() on the current worker; it runs when the current fiber next
+// yields or waits. The callable is stored on the fiber's own stack: no heap allocation when a
+// pooled stack is free. Throws std::system_error if no stack can be mapped. Worker fibers only
+// (use Runtime::run or Runtime::post to get onto a worker).
+template <typename Fn>
+[[nodiscard]] Fiber spawn(Fn&& fn, const FiberOptions& options = {}) {
+  using Entry = detail::FiberEntryOf<std::decay_t<Fn>>;
+  static_assert(std::is_invocable_v<std::decay_t<Fn>&>, "spawn needs a callable taking no arguments");
+  const detail::FiberSlot slot = detail::create_fiber(options, sizeof(Entry), alignof(Entry));
+  Entry* entry;
+  try {
+    entry = ::new (slot.entry_storage) Entry(std::forward<Fn>(fn));
+  } catch (...) {
+    detail::abandon_fiber(slot.fiber);
+    throw;
+  }
+  return detail::start_fiber(slot.fiber, entry);
+}
+
+// Operations on the fiber that calls them. Worker fibers only.
+namespace this_fiber {
+
+// The running fiber's process-unique id (never 0).
+std::uint64_t id() noexcept;
+// The running fiber's name, or an empty view.
+std::string_view name() noexcept;
+// Renames the running fiber (up to 31 characters are kept).
+void set_name(std::string_view name) noexcept;
+// Lets every other ready fiber on this worker run, then continues.
+void yield() noexcept;
+// Sleeps until the deadline. Returns std::errc::operation_canceled if interrupted first.
+Result<void> sleep_until(Deadline deadline);
+// Sleeps for the duration. Returns std::errc::operation_canceled if interrupted first.
+template <typename Rep, typename Period>
+Result<void> sleep_for(std::chrono::duration<Rep, Period> duration) {
+  return sleep_until(deadline_after(duration));
+}
+// Whether this fiber was asked to stop (interrupt() or the runtime shutting down) and has not
+// yet seen it in a wait.
+bool stop_requested() noexcept;
+
+}  // namespace this_fiber
+
+}  // namespace tern

@@ -1,0 +1,102 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "tern/base/result.h"
+#include "tern/fiber/park.h"
+
+namespace tern {
+
+namespace detail {
+class RuntimeState;
+}
+
+// How to build a Runtime.
+struct RuntimeOptions {
+  // Worker threads, each with its own scheduler; 0 means one per CPU the process may use.
+  std::size_t workers = 0;
+  // Makes the idle-wait for worker i, on that worker's thread; empty means a futex-based
+  // parker that only wakes for timers and posts (tern::io installs its reactor here).
+  std::function<std::unique_ptr<Parker>(std::size_t worker)> make_parker;
+  // While shutting down, how often to print which fibers are still running.
+  std::chrono::milliseconds shutdown_report_interval{5000};
+};
+
+// A set of worker threads, each running its own fiber scheduler. Fibers stay on the worker
+// that spawned them; work moves between workers only through post().
+class Runtime {
+ public:
+  // Prepares a runtime; threads start in run(). Any thread.
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Starts the workers (the calling thread becomes worker 0), runs fn as the first fiber on
+  // worker 0 and, once fn returns, shuts down: every interruptible wait ends with
+  // operation_canceled, and run returns fn's result (or rethrows its exception) when every
+  // fiber and posted task has finished. Not from a worker of this runtime.
+  template <typename Fn>
+  std::invoke_result_t<Fn&> run(Fn&& fn);
+
+  // The number of workers.
+  std::size_t workers() const noexcept;
+
+  // Runs fn in a new fiber on worker `worker`. Fails with Errc::stopped when the runtime is
+  // not running or that worker has already shut down; work accepted is never dropped.
+  // Any thread.
+  Result<void> post(std::size_t worker, std::move_only_function<void()> fn);
+
+  // The runtime the calling worker belongs to, or nullptr off the workers. Any thread.
+  static Runtime* current() noexcept;
+
+ private:
+  void run_erased(std::move_only_function<void()> fn);
+  std::unique_ptr<detail::RuntimeState> state_;
+};
+
+template <typename Fn>
+std::invoke_result_t<Fn&> Runtime::run(Fn&& fn) {
+  using R = std::invoke_result_t<Fn&>;
+  std::exception_ptr error;
+  if constexpr (std::is_void_v<R>) {
+    run_erased([&] {
+      try {
+        fn();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    });
+    if (error) std::rethrow_exception(error);
+  } else {
+    std::optional<R> result;
+    run_erased([&] {
+      try {
+        result.emplace(fn());
+      } catch (...) {
+        error = std::current_exception();
+      }
+    });
+    if (error) std::rethrow_exception(error);
+    return std::move(*result);
+  }
+}
+
+// Runs fn in a new fiber on worker `worker` of the current runtime. Worker threads only.
+Result<void> post(std::size_t worker, std::move_only_function<void()> fn);
+
+namespace this_worker {
+// The index of the calling worker in its runtime. Worker threads only.
+std::size_t index() noexcept;
+// The number of workers in the calling worker's runtime. Worker threads only.
+std::size_t count() noexcept;
+}  // namespace this_worker
+
+}  // namespace tern

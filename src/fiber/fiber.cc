@@ -1,0 +1,203 @@
+// The Fiber handle, this_fiber, and the waiting protocol of detail/waiter.h.
+#include "tern/fiber/fiber.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "fiber_control.h"
+#include "scheduler.h"
+#include "tern/base/assert.h"
+
+namespace tern {
+
+namespace detail {
+
+namespace {
+
+Scheduler* current_scheduler_or_die(const char* operation) {
+  Scheduler* scheduler = Scheduler::current();
+  if (scheduler == nullptr || scheduler->running()->is_main) {
+    std::fprintf(stderr,
+                 "tern: %s called outside a worker fiber; start fibers with Runtime::run, "
+                 "Runtime::post or spawn\n",
+                 operation);
+    std::abort();
+  }
+  return scheduler;
+}
+
+}  // namespace
+
+FiberControl* current_fiber(const char* operation) {
+  return current_scheduler_or_die(operation)->running();
+}
+
+void begin_wait(FiberControl* self) noexcept { self->claim.store(0, std::memory_order_release); }
+
+bool claim(Waiter& w) noexcept {
+  std::uint32_t expected = 0;
+  return w.fiber->claim.compare_exchange_strong(expected, 1, std::memory_order_acq_rel,
+                                                std::memory_order_acquire);
+}
+
+void wake(Waiter& w) noexcept {
+  FiberControl* fiber = w.fiber;
+  w.fired = true;
+  fiber->wake_result = {};
+  fiber->scheduler->make_ready(fiber);
+}
+
+std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible) {
+  return self->scheduler->wait(self, deadline, interruptible);
+}
+
+std::error_code wait_in(SpinLock& guard, WaitList& queue, Waiter& waiter, Deadline deadline,
+                        bool interruptible) {
+  if (waiter.fiber == nullptr) waiter.fiber = current_fiber("a blocking tern call");
+  begin_wait(waiter.fiber);
+  queue.push_back(waiter);
+  guard.unlock();
+  const std::error_code result = wait(waiter.fiber, deadline, interruptible);
+  if (!waiter.fired) {
+    guard.lock();
+    withdraw(queue, waiter);
+    guard.unlock();
+  }
+  return result;
+}
+
+FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
+                       std::size_t entry_align) {
+  return current_scheduler_or_die("tern::spawn")->create_fiber(options, entry_size, entry_align);
+}
+
+void abandon_fiber(FiberControl* fiber) noexcept { fiber->scheduler->abandon_fiber(fiber); }
+
+Fiber start_fiber(FiberControl* fiber, FiberEntry* entry) noexcept {
+  fiber->scheduler->start_fiber(fiber, entry, true);
+  return Fiber(fiber);
+}
+
+}  // namespace detail
+
+Fiber& Fiber::operator=(Fiber&& other) noexcept {
+  if (this != &other) {
+    if (control_ != nullptr) {
+      std::fprintf(stderr, "tern: a joinable Fiber handle was assigned over; join or detach it\n");
+      std::abort();
+    }
+    control_ = std::exchange(other.control_, nullptr);
+  }
+  return *this;
+}
+
+Fiber::~Fiber() {
+  if (control_ != nullptr) {
+    std::fprintf(stderr,
+                 "tern: the handle of fiber '%s' (id %llu) was destroyed while joinable; call "
+                 "join() or detach() first\n",
+                 control_->name, static_cast<unsigned long long>(control_->id));
+    std::abort();
+  }
+}
+
+void Fiber::check_owner([[maybe_unused]] const char* operation) const {
+  TERN_ASSERT(control_ != nullptr, "tern::Fiber: operation on an empty handle");
+#if TERN_DEBUG_CHECKS
+  if (detail::Scheduler::current() != control_->scheduler) {
+    std::fprintf(stderr,
+                 "tern: Fiber::%s on fiber '%s' (id %llu) from another thread; a fiber handle "
+                 "may only be used on the worker that spawned it\n",
+                 operation, control_->name, static_cast<unsigned long long>(control_->id));
+    std::abort();
+  }
+#endif
+}
+
+void Fiber::join() {
+  check_owner("join");
+  detail::FiberControl* target = control_;
+  if (target->state != detail::FiberState::finished) {
+    detail::FiberControl* self = detail::current_fiber("Fiber::join");
+    TERN_ASSERT(self != target, "a fiber cannot join itself");
+    detail::Waiter waiter;
+    waiter.fiber = self;
+    detail::begin_wait(self);
+    target->joiner = &waiter;
+    detail::wait(self, kNoDeadline, false);
+    target->joiner = nullptr;
+  }
+  control_ = nullptr;
+  target->scheduler->release(target);
+}
+
+Result<void> Fiber::join_until(Deadline deadline) {
+  check_owner("join_until");
+  detail::FiberControl* target = control_;
+  if (target->state != detail::FiberState::finished) {
+    detail::FiberControl* self = detail::current_fiber("Fiber::join_until");
+    TERN_ASSERT(self != target, "a fiber cannot join itself");
+    detail::Waiter waiter;
+    waiter.fiber = self;
+    detail::begin_wait(self);
+    target->joiner = &waiter;
+    const std::error_code result = detail::wait(self, deadline, true);
+    target->joiner = nullptr;
+    if (!waiter.fired) return fail(result);
+  }
+  control_ = nullptr;
+  target->scheduler->release(target);
+  return {};
+}
+
+void Fiber::detach() {
+  check_owner("detach");
+  detail::FiberControl* target = std::exchange(control_, nullptr);
+  target->scheduler->release(target);
+}
+
+void Fiber::interrupt() {
+  check_owner("interrupt");
+  control_->scheduler->interrupt(control_);
+}
+
+std::uint64_t Fiber::id() const {
+  check_owner("id");
+  return control_->id;
+}
+
+namespace this_fiber {
+
+std::uint64_t id() noexcept { return detail::current_fiber("this_fiber::id")->id; }
+
+std::string_view name() noexcept { return detail::current_fiber("this_fiber::name")->name; }
+
+void set_name(std::string_view name) noexcept {
+  detail::FiberControl* self = detail::current_fiber("this_fiber::set_name");
+  const std::size_t length = std::min(name.size(), sizeof self->name - 1);
+  std::memcpy(self->name, name.data(), length);
+  self->name[length] = '\0';
+}
+
+void yield() noexcept {
+  detail::FiberControl* self = detail::current_fiber("this_fiber::yield");
+  self->scheduler->yield();
+}
+
+Result<void> sleep_until(Deadline deadline) {
+  detail::FiberControl* self = detail::current_fiber("this_fiber::sleep_until");
+  detail::begin_wait(self);
+  const std::error_code result = detail::wait(self, deadline, true);
+  if (result == std::errc::timed_out) return {};
+  return fail(result);
+}
+
+bool stop_requested() noexcept {
+  detail::FiberControl* self = detail::current_fiber("this_fiber::stop_requested");
+  return self->interrupt_requested || self->scheduler->stop_requested();
+}
+
+}  // namespace this_fiber
+
+}  // namespace tern

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "sanitizer_hooks.h"
+#include "stack.h"
+#include "tern/base/intrusive_list.h"
+#include "tern/base/mpsc_queue.h"
+#include "tern/fiber/context.h"
+#include "tern/fiber/detail/waiter.h"
+#include "tern/fiber/fiber.h"
+#include "timer_heap.h"
+
+namespace tern::detail {
+
+class Scheduler;
+
+enum class FiberState : std::uint8_t { ready, running, waiting, finished };
+
+// Values of a fiber's fiber-local storage: (value, destroy) per key.
+using FiberLocals = std::vector<std::pair<void*, void (*)(void*)>>;
+
+// Everything tern keeps about one fiber. It lives at the top of the fiber's own stack (the
+// worker's main context has one as a plain member). Owner worker only, except `claim`,
+// `wake_result` and `remote_hook`, which wakers on other threads use under the claim protocol.
+struct FiberControl {
+  ContextHandle context = nullptr;
+  Scheduler* scheduler = nullptr;
+  ListHook run_hook;      // in the scheduler's run queue
+  ListHook waiting_hook;  // in the scheduler's list of interruptible waits
+  ListHook all_hook;      // in the scheduler's list of live fibers
+  MpscNode remote_hook;   // in the scheduler's queue of wakes from other threads
+  TimerNode timer;        // the deadline of the current wait
+  std::atomic<std::uint32_t> claim{0};
+  std::error_code wake_result;
+  FiberState state = FiberState::ready;
+  bool interruptible_wait = false;
+  bool interrupt_requested = false;
+  bool is_main = false;
+  std::uint32_t refs = 0;  // the running fiber holds one, a joinable handle another
+  std::uint64_t id = 0;
+  FiberEntry* entry = nullptr;
+  Waiter* joiner = nullptr;
+  FiberLocals* locals = nullptr;
+  Stack stack;
+  SanitizerContext sanitizer;
+  char name[32] = {};
+
+  static FiberControl* from_timer(TimerNode* node) noexcept {
+    return reinterpret_cast<FiberControl*>(reinterpret_cast<char*>(node) -
+                                           offsetof(FiberControl, timer));
+  }
+  static FiberControl* from_remote(MpscNode* node) noexcept {
+    return reinterpret_cast<FiberControl*>(reinterpret_cast<char*>(node) -
+                                           offsetof(FiberControl, remote_hook));
+  }
+};
+
+// Destroys the fiber-local values of fiber (on its own worker).
+void destroy_fiber_locals(FiberControl* fiber) noexcept;
+
+}  // namespace tern::detail

@@ -1,0 +1,148 @@
+#include "tern/fiber/runtime.h"
+
+#include <sched.h>
+
+#include <latch>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+
+#include "futex_parker.h"
+#include "runtime_state.h"
+#include "scheduler.h"
+#include "tern/base/assert.h"
+
+namespace tern {
+
+namespace detail {
+
+std::atomic<std::uint64_t> RuntimeState::next_fiber_id{1};
+
+namespace {
+
+std::size_t usable_cpus() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int count = CPU_COUNT(&set);
+    if (count > 0) return static_cast<std::size_t>(count);
+  }
+  const unsigned hardware = std::thread::hardware_concurrency();
+  return hardware > 0 ? hardware : 1;
+}
+
+}  // namespace
+
+RuntimeState::RuntimeState(Runtime* owner, RuntimeOptions options)
+    : owner_(owner),
+      options_(std::move(options)),
+      worker_count_(options_.workers > 0 ? options_.workers : usable_cpus()) {}
+
+}  // namespace detail
+
+namespace {
+
+std::unique_ptr<Parker> make_parker(const RuntimeOptions& options, std::size_t worker) {
+  if (options.make_parker) {
+    std::unique_ptr<Parker> parker = options.make_parker(worker);
+    if (parker) return parker;
+  }
+  return std::make_unique<detail::FutexParker>();
+}
+
+}  // namespace
+
+Runtime::Runtime(RuntimeOptions options)
+    : state_(std::make_unique<detail::RuntimeState>(this, std::move(options))) {}
+
+Runtime::~Runtime() = default;
+
+std::size_t Runtime::workers() const noexcept { return state_->worker_count(); }
+
+Runtime* Runtime::current() noexcept {
+  detail::Scheduler* scheduler = detail::Scheduler::current();
+  return scheduler != nullptr ? scheduler->runtime()->owner() : nullptr;
+}
+
+void Runtime::run_erased(std::move_only_function<void()> fn) {
+  TERN_ASSERT(detail::Scheduler::current() == nullptr,
+              "Runtime::run called from a worker thread; use spawn or post instead");
+  bool expected = false;
+  TERN_ASSERT(state_->running.compare_exchange_strong(expected, true),
+              "Runtime::run is already running on another thread");
+
+  const std::size_t count = state_->worker_count();
+  state_->schedulers.clear();
+  state_->schedulers.resize(count);
+  std::latch constructed(static_cast<std::ptrdiff_t>(count));
+  std::vector<std::thread> threads;
+  threads.reserve(count - 1);
+  for (std::size_t i = 1; i < count; ++i) {
+    threads.emplace_back([this, i, &constructed] {
+      state_->schedulers[i] = std::make_unique<detail::Scheduler>(
+          state_.get(), i, make_parker(state_->options(), i));
+      detail::Scheduler* scheduler = state_->schedulers[i].get();
+      constructed.count_down();
+      scheduler->run();
+    });
+  }
+  state_->schedulers[0] =
+      std::make_unique<detail::Scheduler>(state_.get(), 0, make_parker(state_->options(), 0));
+  constructed.count_down();
+  constructed.wait();
+  {
+    std::unique_lock lock(state_->outside_posts);
+    state_->accepting = true;
+  }
+
+  auto first = std::make_unique<detail::PostedTask>();
+  first->fn = [this, fn = std::move(fn)]() mutable {
+    fn();
+    for (auto& scheduler : state_->schedulers) scheduler->request_stop();
+  };
+  state_->schedulers[0]->post(std::move(first));
+  state_->schedulers[0]->run();
+  for (std::thread& thread : threads) thread.join();
+  std::unique_lock lock(state_->outside_posts);
+  state_->accepting = false;
+  state_->schedulers.clear();
+  state_->running.store(false);
+}
+
+Result<void> Runtime::post(std::size_t worker, std::move_only_function<void()> fn) {
+  TERN_ASSERT(worker < state_->worker_count(), "Runtime::post: no such worker");
+  auto task = std::make_unique<detail::PostedTask>();
+  task->fn = std::move(fn);
+  detail::Scheduler* here = detail::Scheduler::current();
+  if (here != nullptr && here->runtime() == state_.get()) {
+    if (!state_->schedulers[worker]->post(std::move(task))) return fail(Errc::stopped);
+    return {};
+  }
+  std::shared_lock lock(state_->outside_posts);
+  if (!state_->accepting || !state_->schedulers[worker]->post(std::move(task)))
+    return fail(Errc::stopped);
+  return {};
+}
+
+Result<void> post(std::size_t worker, std::move_only_function<void()> fn) {
+  Runtime* runtime = Runtime::current();
+  TERN_ASSERT(runtime != nullptr, "tern::post called off the workers; use Runtime::post");
+  return runtime->post(worker, std::move(fn));
+}
+
+namespace this_worker {
+
+std::size_t index() noexcept {
+  detail::Scheduler* scheduler = detail::Scheduler::current();
+  TERN_ASSERT(scheduler != nullptr, "this_worker::index called off the workers");
+  return scheduler->index();
+}
+
+std::size_t count() noexcept {
+  detail::Scheduler* scheduler = detail::Scheduler::current();
+  TERN_ASSERT(scheduler != nullptr, "this_worker::count called off the workers");
+  return scheduler->runtime()->worker_count();
+}
+
+}  // namespace this_worker
+
+}  // namespace tern

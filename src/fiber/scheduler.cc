@@ -1,0 +1,356 @@
+#include "scheduler.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <system_error>
+#include <thread>
+
+#include "debug_checks.h"
+#include "runtime_state.h"
+#include "stack_overflow.h"
+#include "tern/base/assert.h"
+
+namespace tern::detail {
+
+thread_local Scheduler* Scheduler::current_scheduler = nullptr;
+
+namespace {
+
+// How many fiber-to-fiber switches may pass before the main context gets a turn.
+constexpr std::uint32_t kSwitchesPerRound = 64;
+// How many rounds with ready fibers pass between non-blocking polls of the parker.
+constexpr std::uint32_t kRoundsPerPoll = 16;
+
+bool claim_fiber(FiberControl* fiber) noexcept {
+  std::uint32_t expected = 0;
+  return fiber->claim.compare_exchange_strong(expected, 1, std::memory_order_acq_rel,
+                                              std::memory_order_acquire);
+}
+
+std::uintptr_t align_down(std::uintptr_t value, std::size_t alignment) {
+  return value & ~(static_cast<std::uintptr_t>(alignment) - 1);
+}
+
+}  // namespace
+
+Scheduler::Scheduler(RuntimeState* runtime, std::size_t index, std::unique_ptr<Parker> parker)
+    : runtime_(runtime), index_(index), parker_(std::move(parker)) {
+  main_.scheduler = this;
+  main_.is_main = true;
+  main_.state = FiberState::running;
+  main_.refs = 1;
+  std::snprintf(main_.name, sizeof main_.name, "worker-%zu", index);
+}
+
+Scheduler::~Scheduler() {
+  if (main_.locals != nullptr) {
+    for (auto& [value, destroy] : *main_.locals)
+      if (value != nullptr) destroy(value);
+    delete main_.locals;
+  }
+}
+
+void Scheduler::run() {
+  current_scheduler = this;
+  main_.id = runtime_->allocate_fiber_ids(1);
+  sanitizer_adopt_thread(main_.sanitizer);
+  AltSignalStack alt_stack;
+  for (;;) {
+    take_remote_work();
+    if (!timers_.empty()) fire_timers();
+    if (!stop_seen_ && stop_requested()) {
+      stop_seen_ = true;
+      next_shutdown_report_ = Clock::now() + runtime_->options().shutdown_report_interval;
+      interrupt_all_waiting();
+    }
+    if (!run_queue_.empty()) {
+      if (++loop_ticks_ % kRoundsPerPoll == 0) parker_->park(Deadline::min());
+      switch_to(run_queue_.pop_front());
+      continue;
+    }
+    if (stop_seen_) {
+      if (live_.empty()) {
+        if (try_close()) break;
+        continue;
+      }
+      report_shutdown_progress();
+    }
+    sleeping_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (take_remote_work() > 0 || (!stop_seen_ && stop_requested())) {
+      sleeping_.store(false, std::memory_order_relaxed);
+      continue;
+    }
+    Deadline deadline = timers_.empty() ? kNoDeadline : timers_.earliest();
+    if (stop_seen_) deadline = std::min(deadline, next_shutdown_report_);
+    parker_->park(deadline);
+    sleeping_.store(false, std::memory_order_relaxed);
+  }
+  current_scheduler = nullptr;
+}
+
+FiberSlot Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
+                                  std::size_t entry_align) {
+  Result<Stack> stack = stacks_.take(options.stack_size);
+  if (!stack) throw std::system_error(stack.error(), "tern::spawn: cannot map a fiber stack");
+  const auto base = reinterpret_cast<std::uintptr_t>(stack->base);
+  const auto top = base + stack->size;
+  const auto control_at = align_down(top - sizeof(FiberControl), alignof(FiberControl) > 64
+                                                                      ? alignof(FiberControl)
+                                                                      : 64);
+  const auto entry_at = align_down(control_at - entry_size, std::max<std::size_t>(entry_align, 16));
+  TERN_ASSERT(entry_at > base + stack->size / 2,
+              "tern::spawn: the callable is larger than half the fiber's stack");
+  auto* fiber = ::new (reinterpret_cast<void*>(control_at)) FiberControl;
+  fiber->scheduler = this;
+  fiber->stack = *stack;
+  if (next_id_ == last_id_) {
+    constexpr std::uint64_t kIdBlock = 1024;
+    next_id_ = runtime_->allocate_fiber_ids(kIdBlock);
+    last_id_ = next_id_ + kIdBlock;
+  }
+  fiber->id = next_id_++;
+  const std::size_t name_length = std::min(options.name.size(), sizeof fiber->name - 1);
+  std::memcpy(fiber->name, options.name.data(), name_length);
+  fiber->context = make_context(stack->base, entry_at - base, &Scheduler::fiber_main);
+  sanitizer_create(fiber->sanitizer, stack->base, stack->size);
+  return {fiber, reinterpret_cast<void*>(entry_at)};
+}
+
+void Scheduler::start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinable) noexcept {
+  fiber->entry = entry;
+  fiber->refs = joinable ? 2 : 1;
+  fiber->state = FiberState::ready;
+  live_.push_back(*fiber);
+  push_ready(fiber);
+}
+
+void Scheduler::abandon_fiber(FiberControl* fiber) noexcept {
+  const Stack stack = fiber->stack;
+  sanitizer_destroy(fiber->sanitizer);
+  fiber->~FiberControl();
+  stacks_.give(stack);
+}
+
+void Scheduler::release(FiberControl* fiber) noexcept {
+  if (--fiber->refs == 0) abandon_fiber(fiber);
+}
+
+void Scheduler::fiber_main(void* from) {
+  Scheduler* self_scheduler = current_scheduler;
+  FiberControl* self = self_scheduler->running_;
+  sanitizer_after_switch(self->sanitizer, static_cast<FiberControl*>(from)->sanitizer);
+  self_scheduler->after_switch(static_cast<FiberControl*>(from));
+  try {
+    self->entry->run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tern: fiber '%s' (id %llu) ended with an exception: %s\n", self->name,
+                 static_cast<unsigned long long>(self->id), e.what());
+    std::terminate();
+  } catch (...) {
+    std::fprintf(stderr, "tern: fiber '%s' (id %llu) ended with an exception\n", self->name,
+                 static_cast<unsigned long long>(self->id));
+    std::terminate();
+  }
+  self->entry->~FiberEntry();
+  self->entry = nullptr;
+  destroy_fiber_locals(self);
+  self_scheduler->finish_running();
+}
+
+void Scheduler::finish_running() noexcept {
+  FiberControl* self = running_;
+  self->state = FiberState::finished;
+  live_.remove(*self);
+  if (self->joiner != nullptr && claim(*self->joiner)) wake(*self->joiner);
+  FiberControl* next = run_queue_.pop_front();
+  switch_to(next != nullptr ? next : &main_);
+  __builtin_unreachable();
+}
+
+void Scheduler::switch_to(FiberControl* next) noexcept {
+  FiberControl* prev = running_;
+  running_ = next;
+  sanitizer_before_switch(prev->sanitizer, next->sanitizer,
+                          prev->state == FiberState::finished);
+  next->state = FiberState::running;
+  auto* from = static_cast<FiberControl*>(switch_context(&prev->context, next->context, prev));
+  sanitizer_after_switch(prev->sanitizer, from->sanitizer);
+  after_switch(from);
+}
+
+void Scheduler::after_switch(FiberControl* from) noexcept {
+  if (from->state == FiberState::finished) release(from);
+}
+
+void Scheduler::suspend() noexcept {
+  FiberControl* next = nullptr;
+  if (++switch_ticks_ % kSwitchesPerRound != 0) next = run_queue_.pop_front();
+  if (next == nullptr) next = &main_;
+  if (next == running_) {
+    next->state = FiberState::running;
+    return;
+  }
+  switch_to(next);
+}
+
+void Scheduler::yield() noexcept {
+  FiberControl* self = running_;
+  check_can_park(self);
+  self->state = FiberState::ready;
+  push_ready(self);
+  suspend();
+}
+
+void Scheduler::check_can_park(FiberControl* self) const {
+  if (std_mutexes_held() > 0) {
+    std::fprintf(stderr,
+                 "tern: fiber '%s' (id %llu) is about to wait or yield while holding a "
+                 "std::mutex (or another pthread mutex); another fiber on this worker that "
+                 "takes it would deadlock the worker. Use tern::Mutex, or release it first.\n",
+                 self->name, static_cast<unsigned long long>(self->id));
+    std::abort();
+  }
+}
+
+std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool interruptible) {
+  TERN_ASSERT(self == running_ && !self->is_main, "tern: wait() outside a worker fiber");
+  check_can_park(self);
+  bool claimed_elsewhere = false;
+  if (interruptible && (self->interrupt_requested || stop_requested())) {
+    if (claim_fiber(self)) {
+      self->interrupt_requested = false;
+      return std::make_error_code(std::errc::operation_canceled);
+    }
+    claimed_elsewhere = true;
+  } else if (deadline != kNoDeadline && deadline <= Clock::now()) {
+    if (claim_fiber(self)) return std::make_error_code(std::errc::timed_out);
+    claimed_elsewhere = true;
+  }
+  if (!claimed_elsewhere) {
+    if (deadline != kNoDeadline) {
+      self->timer.when = deadline;
+      timers_.insert(&self->timer);
+    }
+    if (interruptible) {
+      self->interruptible_wait = true;
+      interruptible_.push_back(*self);
+    }
+  }
+  self->state = FiberState::waiting;
+  suspend();
+  if (self->timer.armed()) timers_.remove(&self->timer);
+  if (self->waiting_hook.linked()) interruptible_.remove(*self);
+  self->interruptible_wait = false;
+  return self->wake_result;
+}
+
+void Scheduler::interrupt(FiberControl* fiber) noexcept {
+  fiber->interrupt_requested = true;
+  if (fiber->state == FiberState::waiting && fiber->interruptible_wait && claim_fiber(fiber)) {
+    fiber->interrupt_requested = false;
+    fiber->wake_result = std::make_error_code(std::errc::operation_canceled);
+    fiber->state = FiberState::ready;
+    push_ready(fiber);
+  }
+}
+
+void Scheduler::interrupt_all_waiting() noexcept {
+  interruptible_.for_each([this](FiberControl& fiber) {
+    if (claim_fiber(&fiber)) {
+      fiber.wake_result = std::make_error_code(std::errc::operation_canceled);
+      fiber.state = FiberState::ready;
+      push_ready(&fiber);
+    }
+  });
+}
+
+void Scheduler::make_ready(FiberControl* fiber) noexcept {
+  if (current_scheduler == this) {
+    fiber->state = FiberState::ready;
+    push_ready(fiber);
+    return;
+  }
+  remote_fibers_.push(&fiber->remote_hook);
+  wake_parker();
+}
+
+void Scheduler::wake_parker() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_relaxed)) parker_->unpark();
+}
+
+bool Scheduler::post(std::unique_ptr<PostedTask> task) {
+  posters_.fetch_add(1, std::memory_order_seq_cst);
+  if (closed_.load(std::memory_order_seq_cst)) {
+    posters_.fetch_sub(1, std::memory_order_release);
+    return false;
+  }
+  remote_tasks_.push(task.release());
+  wake_parker();
+  posters_.fetch_sub(1, std::memory_order_release);
+  return true;
+}
+
+void Scheduler::request_stop() noexcept {
+  stop_requested_.store(true, std::memory_order_seq_cst);
+  parker_->unpark();
+}
+
+std::size_t Scheduler::take_remote_work() {
+  std::size_t taken = 0;
+  while (MpscNode* node = remote_fibers_.pop()) {
+    FiberControl* fiber = FiberControl::from_remote(node);
+    fiber->state = FiberState::ready;
+    push_ready(fiber);
+    ++taken;
+  }
+  while (MpscNode* node = remote_tasks_.pop()) {
+    std::unique_ptr<PostedTask> task(static_cast<PostedTask*>(node));
+    auto run_task = [task = std::move(task)]() mutable { task->fn(); };
+    using Entry = FiberEntryOf<decltype(run_task)>;
+    FiberSlot slot = create_fiber(FiberOptions{.name = "posted"}, sizeof(Entry), alignof(Entry));
+    start_fiber(slot.fiber, ::new (slot.entry_storage) Entry(std::move(run_task)), false);
+    ++taken;
+  }
+  return taken;
+}
+
+void Scheduler::fire_timers() {
+  const Deadline now = Clock::now();
+  while (TimerNode* node = timers_.pop_expired(now)) {
+    FiberControl* fiber = FiberControl::from_timer(node);
+    if (claim_fiber(fiber)) {
+      fiber->wake_result = std::make_error_code(std::errc::timed_out);
+      fiber->state = FiberState::ready;
+      push_ready(fiber);
+    }
+  }
+}
+
+bool Scheduler::try_close() {
+  closed_.store(true, std::memory_order_seq_cst);
+  while (posters_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  return take_remote_work() == 0;
+}
+
+void Scheduler::report_shutdown_progress() {
+  const Deadline now = Clock::now();
+  if (now < next_shutdown_report_) return;
+  next_shutdown_report_ = now + runtime_->options().shutdown_report_interval;
+  std::fprintf(stderr, "tern: worker %zu is shutting down and waits for %zu fiber(s):", index_,
+               live_.size());
+  std::size_t shown = 0;
+  live_.for_each([&shown](FiberControl& fiber) {
+    if (shown++ < 8)
+      std::fprintf(stderr, " '%s' (id %llu)", fiber.name, static_cast<unsigned long long>(fiber.id));
+  });
+  std::fprintf(stderr, "; a fiber that ignores operation_canceled keeps its runtime alive\n");
+}
+
+}  // namespace tern::detail

@@ -1,0 +1,114 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "fiber_control.h"
+#include "stack.h"
+#include "tern/base/intrusive_list.h"
+#include "tern/base/mpsc_queue.h"
+#include "tern/fiber/park.h"
+#include "timer_heap.h"
+
+namespace tern::detail {
+
+class RuntimeState;
+
+// A function posted to a worker from any thread; it runs in a fresh fiber there.
+struct PostedTask : MpscNode {
+  std::move_only_function<void()> fn;
+};
+
+// One worker's fiber scheduler: a run queue of ready fibers, a queue of wakes and posts from
+// other threads, the timers of waiting fibers, and a Parker to sleep in when idle. Fibers
+// switch directly to one another; the worker's main context (the loop in run()) gets control
+// when no fiber is ready and every 64 switches, to take in remote work, fire timers and poll.
+// Everything is owner-thread-only except make_ready(), post() and request_stop().
+class Scheduler {
+ public:
+  Scheduler(RuntimeState* runtime, std::size_t index, std::unique_ptr<Parker> parker);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // The scheduler of the calling thread, or nullptr off the workers.
+  static Scheduler* current() noexcept { return current_scheduler; }
+
+  // Runs the worker loop on the calling thread until stop is requested and every fiber and
+  // posted task has finished.
+  void run();
+
+  // The fiber running now (the main context while the loop runs).
+  FiberControl* running() const noexcept { return running_; }
+  std::size_t index() const noexcept { return index_; }
+  RuntimeState* runtime() const noexcept { return runtime_; }
+
+  // Fiber life cycle (owner thread).
+  FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
+                         std::size_t entry_align);
+  void start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinable) noexcept;
+  void abandon_fiber(FiberControl* fiber) noexcept;
+  // Drops one reference; a finished fiber with none left gives its stack back.
+  void release(FiberControl* fiber) noexcept;
+
+  // Waiting (owner thread, from the waiting fiber).
+  void yield() noexcept;
+  std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible);
+  void interrupt(FiberControl* fiber) noexcept;
+
+  // Queues a claimed fiber to run. Any thread.
+  void make_ready(FiberControl* fiber) noexcept;
+  // Queues a task to run in a new fiber on this worker; false once the worker has closed.
+  // Any thread.
+  bool post(std::unique_ptr<PostedTask> task);
+  // Asks the worker to finish: interruptible waits end with operation_canceled, and run()
+  // returns once every fiber and posted task is done. Any thread.
+  void request_stop() noexcept;
+  // Whether stop was requested. Any thread.
+  bool stop_requested() const noexcept { return stop_requested_.load(std::memory_order_acquire); }
+
+ private:
+  [[noreturn]] static void fiber_main(void* from);
+  void switch_to(FiberControl* next) noexcept;
+  void after_switch(FiberControl* from) noexcept;
+  void suspend() noexcept;
+  [[noreturn]] void finish_running() noexcept;
+  void push_ready(FiberControl* fiber) noexcept { run_queue_.push_back(*fiber); }
+  std::size_t take_remote_work();
+  void fire_timers();
+  void interrupt_all_waiting() noexcept;
+  bool try_close();
+  void report_shutdown_progress();
+  void wake_parker() noexcept;
+  void check_can_park(FiberControl* self) const;
+
+  static thread_local Scheduler* current_scheduler;
+
+  RuntimeState* runtime_;
+  std::size_t index_;
+  std::unique_ptr<Parker> parker_;
+  FiberControl main_;
+  FiberControl* running_ = &main_;
+  IntrusiveList<FiberControl, &FiberControl::run_hook> run_queue_;
+  IntrusiveList<FiberControl, &FiberControl::waiting_hook> interruptible_;
+  IntrusiveList<FiberControl, &FiberControl::all_hook> live_;
+  MpscQueue remote_fibers_;
+  MpscQueue remote_tasks_;
+  TimerHeap timers_;
+  StackPool stacks_;
+  std::uint32_t switch_ticks_ = 0;
+  std::uint32_t loop_ticks_ = 0;
+  std::uint64_t next_id_ = 0;
+  std::uint64_t last_id_ = 0;
+  bool stop_seen_ = false;
+  Deadline next_shutdown_report_{};
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> closed_{false};
+  std::atomic<std::uint32_t> posters_{0};
+};
+
+}  // namespace tern::detail

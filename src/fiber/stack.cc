@@ -1,0 +1,91 @@
+#include "stack.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+
+namespace tern::detail {
+
+namespace {
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102  // Linux 6.13: guard pages that do not split the mapping
+#endif
+
+constexpr std::size_t kGuardPages = 2;
+
+std::size_t page_size() noexcept {
+  static const std::size_t size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+// Lightweight guards keep one VMA per stack (or fewer: the kernel merges neighbours), so
+// hundreds of thousands of fibers stay under vm.max_map_count; older kernels get mprotect.
+std::atomic<bool> lightweight_guards{true};
+
+bool install_guard(void* addr, std::size_t len) noexcept {
+  if (lightweight_guards.load(std::memory_order_relaxed)) {
+    if (::madvise(addr, len, MADV_GUARD_INSTALL) == 0) return true;
+    lightweight_guards.store(false, std::memory_order_relaxed);
+  }
+  return ::mprotect(addr, len, PROT_NONE) == 0;
+}
+
+}  // namespace
+
+std::size_t stack_size_for(std::size_t requested) noexcept {
+  const std::size_t page = page_size();
+  if (requested < 4 * page) requested = 4 * page;
+  return (requested + page - 1) & ~(page - 1);
+}
+
+Result<Stack> map_stack(std::size_t size) {
+  Stack stack;
+  stack.size = stack_size_for(size);
+  const std::size_t guard = kGuardPages * page_size();
+  stack.mapping_size = stack.size + guard;
+  void* mapping = ::mmap(nullptr, stack.mapping_size, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapping == MAP_FAILED) return fail(std::error_code(errno, std::system_category()));
+  if (!install_guard(mapping, guard)) {
+    const int err = errno;
+    ::munmap(mapping, stack.mapping_size);
+    return fail(std::error_code(err, std::system_category()));
+  }
+  stack.mapping = mapping;
+  stack.base = static_cast<char*>(mapping) + guard;
+  return stack;
+}
+
+void unmap_stack(const Stack& stack) noexcept {
+  if (stack.mapping != nullptr) ::munmap(stack.mapping, stack.mapping_size);
+}
+
+StackPool::~StackPool() {
+  for (const Stack& s : free_) unmap_stack(s);
+}
+
+Result<Stack> StackPool::take(std::size_t size) {
+  const std::size_t wanted = stack_size_for(size);
+  for (std::size_t i = free_.size(); i-- > 0;) {
+    if (free_[i].size == wanted) {
+      Stack s = free_[i];
+      free_[i] = free_.back();
+      free_.pop_back();
+      return s;
+    }
+  }
+  return map_stack(wanted);
+}
+
+void StackPool::give(const Stack& stack) noexcept {
+  if (free_.size() < max_cached_) {
+    free_.push_back(stack);
+  } else {
+    unmap_stack(stack);
+  }
+}
+
+}  // namespace tern::detail

@@ -1,0 +1,55 @@
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "tern/base/result.h"
+
+namespace tern::detail {
+
+// A fiber stack: usable memory [base, base + size) above a guard region that faults on access.
+struct Stack {
+  void* mapping = nullptr;      // start of the whole mapping (the guard is at its low end)
+  std::size_t mapping_size = 0;
+  void* base = nullptr;         // lowest usable address
+  std::size_t size = 0;         // usable bytes
+  // Whether addr falls in this stack's guard region.
+  bool in_guard(const void* addr) const noexcept {
+    return addr >= mapping && addr < base;
+  }
+};
+
+// Maps a stack of at least `size` usable bytes with a guard region below it. Memory is
+// committed lazily by the kernel as the fiber touches it. Any thread.
+Result<Stack> map_stack(std::size_t size);
+
+// Unmaps a stack returned by map_stack. Any thread.
+void unmap_stack(const Stack& stack) noexcept;
+
+// The rounded usable size map_stack gives for a requested size. Any thread.
+std::size_t stack_size_for(std::size_t requested) noexcept;
+
+// A per-thread cache of unmapped-on-demand stacks, so that creating and destroying fibers in
+// steady state makes no system call. Owner thread only.
+class StackPool {
+ public:
+  explicit StackPool(std::size_t max_cached = 128) : max_cached_(max_cached) {
+    free_.reserve(max_cached_);
+  }
+  ~StackPool();
+  StackPool(const StackPool&) = delete;
+  StackPool& operator=(const StackPool&) = delete;
+
+  // A stack of at least `size` usable bytes, from the cache when one of that size is there.
+  Result<Stack> take(std::size_t size);
+  // Returns a stack to the cache, or unmaps it when the cache is full.
+  void give(const Stack& stack) noexcept;
+  // How many stacks the cache holds.
+  std::size_t cached() const noexcept { return free_.size(); }
+
+ private:
+  std::size_t max_cached_;
+  std::vector<Stack> free_;
+};
+
+}  // namespace tern::detail
