@@ -68,17 +68,17 @@ void Scheduler::run() {
       next_shutdown_report_ = Clock::now() + runtime_->options().shutdown_report_interval;
       interrupt_all_waiting();
     }
-    if (!run_queue_.empty()) {
-      if (++loop_ticks_ % kRoundsPerPoll == 0) parker_->park(Deadline::min());
-      switch_to(run_queue_.pop_front());
-      continue;
-    }
     if (stop_seen_) {
       if (live_.empty()) {
         if (try_close()) break;
         continue;
       }
       report_shutdown_progress();
+    }
+    if (!run_queue_.empty()) {
+      if (++loop_ticks_ % kRoundsPerPoll == 0) parker_->park(Deadline::min());
+      switch_to(run_queue_.pop_front());
+      continue;
     }
     sleeping_.store(true, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -1,0 +1,131 @@
+// tern::base: Result and error codes, intrusive list, MPSC queue, spin lock, deadlines.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "tern/base/clock.h"
+#include "tern/base/intrusive_list.h"
+#include "tern/base/mpsc_queue.h"
+#include "tern/base/result.h"
+#include "tern/base/spin_lock.h"
+
+namespace {
+
+TEST(Result, CarriesValueOrError) {
+  tern::Result<int> ok = 7;
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(*ok, 7);
+  tern::Result<int> bad = tern::fail(std::errc::timed_out);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error(), std::errc::timed_out);
+}
+
+TEST(Result, TernErrorCodesHaveTheirOwnCategory) {
+  const std::error_code closed = tern::Errc::closed;
+  EXPECT_EQ(closed.category().name(), std::string("tern"));
+  EXPECT_EQ(closed.message(), "closed");
+  EXPECT_EQ(closed, tern::Errc::closed);
+  EXPECT_NE(closed, tern::Errc::lagged);
+  EXPECT_NE(closed, std::errc::timed_out);
+  EXPECT_EQ(tern::make_error_code(tern::Errc::stopped).message(), "runtime stopped");
+}
+
+struct Item {
+  int value;
+  tern::ListHook hook;
+};
+using ItemList = tern::IntrusiveList<Item, &Item::hook>;
+
+TEST(IntrusiveList, PushPopRemoveKeepOrderAndLinks) {
+  std::vector<Item> items(5);
+  for (int i = 0; i < 5; ++i) items[i].value = i;
+  ItemList list;
+  EXPECT_TRUE(list.empty());
+  for (Item& item : items) list.push_back(item);
+  EXPECT_EQ(list.size(), 5u);
+  list.remove(items[2]);
+  EXPECT_FALSE(items[2].hook.linked());
+  list.push_front(items[2]);
+  std::vector<int> order;
+  while (Item* item = list.pop_front()) {
+    EXPECT_FALSE(item->hook.linked());
+    order.push_back(item->value);
+  }
+  EXPECT_EQ(order, (std::vector<int>{2, 0, 1, 3, 4}));
+  EXPECT_EQ(list.size(), 0u);
+  EXPECT_EQ(list.front(), nullptr);
+}
+
+struct QueueItem : tern::MpscNode {
+  int producer = 0;
+  int sequence = 0;
+};
+
+TEST(MpscQueue, ManyProducersOneConsumerLoseNothingAndKeepPerProducerOrder) {
+  constexpr int kProducers = 4;
+  constexpr int kPerProducer = 20000;
+  tern::MpscQueue queue;
+  std::vector<std::unique_ptr<QueueItem[]>> items;
+  for (int p = 0; p < kProducers; ++p) items.push_back(std::make_unique<QueueItem[]>(kPerProducer));
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; ++p) {
+    producers.emplace_back([&, p] {
+      for (int i = 0; i < kPerProducer; ++i) {
+        items[p][i].producer = p;
+        items[p][i].sequence = i;
+        queue.push(&items[p][i]);
+      }
+    });
+  }
+  std::vector<int> next(kProducers, 0);
+  int received = 0;
+  const auto deadline = tern::deadline_after(std::chrono::seconds(60));
+  while (received < kProducers * kPerProducer && tern::Clock::now() < deadline) {
+    tern::MpscNode* node = queue.pop();
+    if (node == nullptr) {
+      std::this_thread::yield();
+      continue;
+    }
+    auto* item = static_cast<QueueItem*>(node);
+    ASSERT_EQ(item->sequence, next[item->producer]) << "producer " << item->producer;
+    ++next[item->producer];
+    ++received;
+  }
+  for (std::thread& t : producers) t.join();
+  EXPECT_EQ(received, kProducers * kPerProducer);
+  EXPECT_EQ(queue.pop(), nullptr);
+}
+
+TEST(SpinLock, ExcludesAcrossThreads) {
+  tern::SpinLock lock;
+  long counter = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50000; ++i) {
+        lock.lock();
+        ++counter;
+        lock.unlock();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(counter, 200000);
+  EXPECT_TRUE(lock.try_lock());
+  EXPECT_FALSE(lock.try_lock());
+  lock.unlock();
+}
+
+TEST(Clock, DeadlineAfterSaturatesInsteadOfOverflowing) {
+  EXPECT_EQ(tern::deadline_after(std::chrono::hours::max()), tern::kNoDeadline);
+  EXPECT_EQ(tern::deadline_after(std::chrono::nanoseconds::max()), tern::kNoDeadline);
+  const auto before = tern::Clock::now();
+  const auto deadline = tern::deadline_after(std::chrono::milliseconds(5));
+  EXPECT_GE(deadline - before, std::chrono::milliseconds(5));
+  EXPECT_LT(deadline, tern::kNoDeadline);
+}
+
+}  // namespace

@@ -1,0 +1,283 @@
+// tern::spawn and the Fiber handle, this_fiber, fiber-local storage, timers, interruption.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/fiber_local.h"
+#include "tern/fiber/runtime.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs fn as the first fiber of a one-worker runtime.
+template <typename Fn>
+void on_one_worker(Fn&& fn) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run(std::forward<Fn>(fn));
+}
+
+TEST(Spawn, RunsTheCallableAndJoinWaitsForIt) {
+  on_one_worker([] {
+    int ran = 0;
+    tern::Fiber fiber = tern::spawn([&] { ran = 42; });
+    EXPECT_TRUE(fiber.joinable());
+    EXPECT_EQ(ran, 0) << "a spawned fiber runs when its creator yields or waits";
+    fiber.join();
+    EXPECT_FALSE(fiber.joinable());
+    EXPECT_EQ(ran, 42);
+  });
+}
+
+TEST(Spawn, JoinAfterTheFiberFinished) {
+  on_one_worker([] {
+    bool ran = false;
+    tern::Fiber fiber = tern::spawn([&] { ran = true; });
+    tern::this_fiber::yield();
+    EXPECT_TRUE(ran);
+    fiber.join();
+  });
+}
+
+TEST(Spawn, DetachedFibersFinishAndFreeThemselves) {
+  std::atomic<int> finished{0};
+  on_one_worker([&] {
+    for (int i = 0; i < 1000; ++i) tern::spawn([&] { finished++; }).detach();
+  });
+  EXPECT_EQ(finished.load(), 1000) << "run() waits for detached fibers";
+}
+
+TEST(Spawn, CapturesAreMovedAndDestroyedInTheFiber) {
+  on_one_worker([] {
+    auto shared = std::make_shared<int>(5);
+    std::weak_ptr<int> watch = shared;
+    tern::Fiber fiber = tern::spawn([owned = std::move(shared)] { EXPECT_EQ(*owned, 5); });
+    EXPECT_FALSE(watch.expired());
+    fiber.join();
+    EXPECT_TRUE(watch.expired()) << "the callable is destroyed when the fiber ends";
+  });
+}
+
+TEST(Spawn, ManyFibersWithCustomStackSizes) {
+  on_one_worker([] {
+    std::vector<tern::Fiber> fibers;
+    long sum = 0;
+    for (int i = 0; i < 200; ++i) {
+      const std::size_t stack = (i % 2 == 0) ? 16 * 1024 : 256 * 1024;
+      fibers.push_back(tern::spawn(
+          [&sum, i] {
+            volatile char scratch[8 * 1024];
+            scratch[0] = static_cast<char>(i);
+            tern::this_fiber::yield();
+            sum += scratch[0];
+          },
+          {.stack_size = stack}));
+    }
+    for (tern::Fiber& f : fibers) f.join();
+    long expected = 0;
+    for (int i = 0; i < 200; ++i) expected += static_cast<char>(i);
+    EXPECT_EQ(sum, expected);
+  });
+}
+
+TEST(Yield, AlternatesFibersOnOneWorker) {
+  on_one_worker([] {
+    std::vector<int> trace;
+    auto body = [&trace](int who) {
+      for (int i = 0; i < 3; ++i) {
+        trace.push_back(who);
+        tern::this_fiber::yield();
+      }
+    };
+    tern::Fiber a = tern::spawn([&] { body(1); });
+    tern::Fiber b = tern::spawn([&] { body(2); });
+    a.join();
+    b.join();
+    EXPECT_EQ(trace, (std::vector<int>{1, 2, 1, 2, 1, 2}));
+  });
+}
+
+TEST(Yield, AloneReturnsAtOnce) {
+  on_one_worker([] {
+    for (int i = 0; i < 1000; ++i) tern::this_fiber::yield();
+  });
+}
+
+TEST(ThisFiber, IdsAreUniqueAndNamesAreKept) {
+  on_one_worker([] {
+    const std::uint64_t main_id = tern::this_fiber::id();
+    EXPECT_NE(main_id, 0u);
+    std::uint64_t child_id = 0;
+    std::string child_name;
+    tern::Fiber child = tern::spawn(
+        [&] {
+          child_id = tern::this_fiber::id();
+          child_name = std::string(tern::this_fiber::name());
+          tern::this_fiber::set_name("renamed-with-a-name-longer-than-thirty-one-characters");
+          child_name += "|" + std::string(tern::this_fiber::name());
+        },
+        {.name = "worker-a"});
+    const std::uint64_t handle_id = child.id();
+    child.join();
+    EXPECT_EQ(child_id, handle_id);
+    EXPECT_NE(child_id, main_id);
+    EXPECT_EQ(child_name, "worker-a|renamed-with-a-name-longer-than");
+  });
+}
+
+TEST(Sleep, SleepsAtLeastTheDuration) {
+  on_one_worker([] {
+    const auto start = tern::Clock::now();
+    ASSERT_TRUE(tern::this_fiber::sleep_for(20ms));
+    EXPECT_GE(tern::Clock::now() - start, 20ms);
+    ASSERT_TRUE(tern::this_fiber::sleep_until(tern::Clock::now() - 1s)) << "past deadline";
+  });
+}
+
+TEST(Sleep, TimersFireInDeadlineOrder) {
+  on_one_worker([] {
+    std::vector<int> order;
+    std::vector<tern::Fiber> fibers;
+    const auto base = tern::Clock::now() + 30ms;
+    for (int i : {5, 1, 4, 2, 3}) {
+      fibers.push_back(tern::spawn([&order, base, i] {
+        ASSERT_TRUE(tern::this_fiber::sleep_until(base + i * 5ms));
+        order.push_back(i);
+      }));
+    }
+    for (tern::Fiber& f : fibers) f.join();
+    EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4, 5}));
+  });
+}
+
+TEST(Sleep, ManySleepersWithTheSameDeadlineAllWake) {
+  on_one_worker([] {
+    int woke = 0;
+    std::vector<tern::Fiber> fibers;
+    const auto deadline = tern::Clock::now() + 10ms;
+    for (int i = 0; i < 10000; ++i) {
+      fibers.push_back(tern::spawn([&] {
+        ASSERT_TRUE(tern::this_fiber::sleep_until(deadline));
+        ++woke;
+      }));
+    }
+    for (tern::Fiber& f : fibers) f.join();
+    EXPECT_EQ(woke, 10000);
+  });
+}
+
+TEST(Interrupt, CancelsASleepOnce) {
+  on_one_worker([] {
+    std::error_code first;
+    bool second_ok = false;
+    tern::Fiber sleeper = tern::spawn([&] {
+      tern::Result<void> r = tern::this_fiber::sleep_for(1h);
+      first = r ? std::error_code() : r.error();
+      second_ok = static_cast<bool>(tern::this_fiber::sleep_for(1ms));
+    });
+    tern::this_fiber::yield();  // let it start sleeping
+    sleeper.interrupt();
+    sleeper.join();
+    EXPECT_EQ(first, std::errc::operation_canceled);
+    EXPECT_TRUE(second_ok) << "an interrupt is consumed by the wait it cancels";
+  });
+}
+
+TEST(Interrupt, BeforeTheWaitCancelsTheNextWait) {
+  on_one_worker([] {
+    std::error_code result;
+    bool saw_request = false;
+    tern::Fiber target = tern::spawn([&] {
+      saw_request = tern::this_fiber::stop_requested();
+      tern::Result<void> r = tern::this_fiber::sleep_for(1h);
+      result = r ? std::error_code() : r.error();
+    });
+    target.interrupt();
+    target.join();
+    EXPECT_TRUE(saw_request);
+    EXPECT_EQ(result, std::errc::operation_canceled);
+  });
+}
+
+TEST(JoinUntil, TimesOutAndStaysJoinable) {
+  on_one_worker([] {
+    tern::Fiber slow = tern::spawn([] { (void)tern::this_fiber::sleep_for(50ms); });
+    tern::Result<void> early = slow.join_until(tern::Clock::now() + 5ms);
+    ASSERT_FALSE(early);
+    EXPECT_EQ(early.error(), std::errc::timed_out);
+    EXPECT_TRUE(slow.joinable());
+    EXPECT_TRUE(slow.join_until(tern::Clock::now() + 30s));
+    EXPECT_FALSE(slow.joinable());
+  });
+}
+
+// Counts its live instances.
+struct Tracked {
+  int value = 0;
+  static inline std::atomic<int> alive{0};
+  Tracked() { alive++; }
+  ~Tracked() { alive--; }
+};
+
+TEST(FiberLocal, EachFiberHasItsOwnValueDestroyedAtExit) {
+  static tern::FiberLocal<Tracked> local;
+  on_one_worker([] {
+    std::vector<tern::Fiber> fibers;
+    std::vector<int> seen(10, -1);
+    for (int i = 0; i < 10; ++i) {
+      fibers.push_back(tern::spawn([&seen, i] {
+        local->value = i;
+        tern::this_fiber::yield();
+        seen[i] = local->value;
+      }));
+    }
+    for (tern::Fiber& f : fibers) f.join();
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(seen[i], i);
+    EXPECT_EQ(Tracked::alive.load(), 0) << "values are destroyed when their fiber ends";
+    EXPECT_EQ(local->value, 0) << "the first fiber has a fresh value of its own";
+  });
+  EXPECT_EQ(Tracked::alive.load(), 0);
+}
+
+TEST(Exceptions, CaughtInsideAFiberStayThere) {
+  on_one_worker([] {
+    bool caught = false;
+    tern::Fiber f = tern::spawn([&] {
+      try {
+        throw std::runtime_error("inside");
+      } catch (const std::runtime_error&) {
+        caught = true;
+      }
+    });
+    f.join();
+    EXPECT_TRUE(caught);
+  });
+}
+
+TEST(ExceptionsDeathTest, EscapingAFiberTerminatesNamingIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(on_one_worker([] {
+                 tern::spawn([] { throw std::runtime_error("boom"); }, {.name = "thrower"})
+                     .join();
+               }),
+               "fiber 'thrower' .* ended with an exception: boom");
+}
+
+TEST(SpawnDeathTest, OutsideAWorkerAbortsWithAMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(tern::spawn([] {}).detach(), "tern::spawn called outside a worker fiber");
+}
+
+TEST(FiberDeathTest, DestroyingAJoinableHandleAbortsNamingTheFiber) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(on_one_worker([] {
+                 tern::Fiber f = tern::spawn([] {}, {.name = "forgotten"});
+               }),
+               "handle of fiber 'forgotten' .* destroyed while joinable");
+}
+
+}  // namespace

@@ -1,0 +1,176 @@
+// tern::Runtime: workers, post, run's result, and clean shutdown with work still pending.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "tern/fiber/event.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+#include "tern/fiber/wait_group.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Runtime, RunReturnsTheFirstFibersResult) {
+  tern::Runtime runtime({.workers = 2});
+  EXPECT_EQ(runtime.workers(), 2u);
+  EXPECT_EQ(runtime.run([] { return 41 + 1; }), 42);
+  EXPECT_EQ(runtime.run([] { return std::string("again"); }), "again") << "run is reusable";
+}
+
+TEST(Runtime, DefaultsToOneWorkerPerCpu) {
+  tern::Runtime runtime;
+  EXPECT_GE(runtime.workers(), 1u);
+  EXPECT_EQ(runtime.run([] { return tern::this_worker::count(); }), runtime.workers());
+}
+
+TEST(Runtime, RunRethrowsTheFirstFibersException) {
+  tern::Runtime runtime({.workers = 1});
+  EXPECT_THROW(runtime.run([] { throw std::logic_error("first fiber failed"); }),
+               std::logic_error);
+}
+
+TEST(Runtime, PostRunsOnTheChosenWorkerThread) {
+  tern::Runtime runtime({.workers = 2});
+  runtime.run([] {
+    EXPECT_EQ(tern::this_worker::index(), 0u);
+    const std::thread::id here = std::this_thread::get_id();
+    std::thread::id there;
+    std::size_t there_index = 99;
+    tern::Event done;
+    ASSERT_TRUE(tern::post(1, [&] {
+      there = std::this_thread::get_id();
+      there_index = tern::this_worker::index();
+      done.set();
+    }));
+    ASSERT_TRUE(done.wait_for(30s));
+    EXPECT_NE(there, here);
+    EXPECT_EQ(there_index, 1u);
+  });
+}
+
+TEST(Runtime, PostFromAnOutsideThreadWhileRunning) {
+  tern::Runtime runtime({.workers = 2});
+  std::atomic<int> ran{0};
+  runtime.run([&] {
+    tern::WaitGroup group;
+    group.add(100);
+    std::thread outside([&] {
+      for (int i = 0; i < 100; ++i) {
+        ASSERT_TRUE(runtime.post(i % 2, [&] {
+          ran++;
+          group.done();
+        }));
+      }
+    });
+    ASSERT_TRUE(group.wait_for(30s));
+    outside.join();
+  });
+  EXPECT_EQ(ran.load(), 100);
+}
+
+TEST(Runtime, PostWhenNotRunningFailsWithStopped) {
+  tern::Runtime runtime({.workers = 1});
+  tern::Result<void> posted = runtime.post(0, [] {});
+  ASSERT_FALSE(posted);
+  EXPECT_EQ(posted.error(), tern::Errc::stopped);
+}
+
+TEST(Runtime, FibersOnEveryWorkerRunOnDistinctThreads) {
+  tern::Runtime runtime({.workers = 2});
+  std::set<std::thread::id> threads;
+  runtime.run([&] {
+    tern::WaitGroup group;
+    std::atomic<int> seen{0};
+    std::thread::id ids[2];
+    for (std::size_t w = 0; w < 2; ++w) {
+      group.add();
+      ASSERT_TRUE(tern::post(w, [&, w] {
+        ids[w] = std::this_thread::get_id();
+        seen++;
+        group.done();
+      }));
+    }
+    ASSERT_TRUE(group.wait_for(30s));
+    threads.insert(ids[0]);
+    threads.insert(ids[1]);
+  });
+  EXPECT_EQ(threads.size(), 2u);
+}
+
+TEST(Shutdown, WaitsForDetachedFibersAndCancelsTheirWaits) {
+  tern::Runtime runtime({.workers = 2});
+  std::atomic<int> canceled{0};
+  std::atomic<int> finished{0};
+  runtime.run([&] {
+    for (std::size_t w = 0; w < 2; ++w) {
+      for (int i = 0; i < 50; ++i) {
+        ASSERT_TRUE(tern::post(w, [&] {
+          tern::Result<void> slept = tern::this_fiber::sleep_for(1h);
+          if (!slept && slept.error() == std::errc::operation_canceled) canceled++;
+          finished++;
+        }));
+      }
+    }
+  });
+  EXPECT_EQ(finished.load(), 100) << "run() returns only after every fiber ended";
+  EXPECT_EQ(canceled.load(), 100);
+}
+
+TEST(Shutdown, PostedWorkIsNeverLost) {
+  tern::Runtime runtime({.workers = 2});
+  std::atomic<int> ran{0};
+  std::atomic<int> accepted{0};
+  runtime.run([&] {
+    // Fibers on worker 1 keep posting to worker 0 while the runtime shuts down.
+    ASSERT_TRUE(tern::post(1, [&] {
+      for (int i = 0; i < 2000; ++i) {
+        if (tern::post(0, [&] { ran++; })) accepted++;
+        if (i % 100 == 0) tern::this_fiber::yield();
+      }
+    }));
+  });
+  EXPECT_GT(accepted.load(), 0);
+  EXPECT_EQ(ran.load(), accepted.load()) << "every accepted post ran";
+}
+
+TEST(Shutdown, AFiberThatIgnoresCancellationIsReportedNotLost) {
+  tern::Runtime runtime({.workers = 1, .shutdown_report_interval = 10ms});
+  testing::internal::CaptureStderr();
+  std::atomic<bool> done{false};
+  runtime.run([&] {
+    tern::spawn(
+        [&] {
+          // Ignores the cancellation for a while (but yields), then finishes.
+          const auto until = tern::Clock::now() + 60ms;
+          while (tern::Clock::now() < until) tern::this_fiber::yield();
+          done = true;
+        },
+        {.name = "stubborn"})
+        .detach();
+  });
+  const std::string output = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(done.load());
+  EXPECT_NE(output.find("waits for 1 fiber(s): 'stubborn'"), std::string::npos) << output;
+}
+
+TEST(RuntimeDeathTest, NestedRunAbortsWithAMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        tern::Runtime outer({.workers = 1});
+        outer.run([] {
+          tern::Runtime inner({.workers = 1});
+          inner.run([] {});
+        });
+      },
+      "Runtime::run called from a worker thread");
+}
+
+}  // namespace

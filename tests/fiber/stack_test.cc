@@ -1,0 +1,85 @@
+// Fiber stacks: guard pages, the per-thread pool, and stack-overflow detection.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstring>
+#include <vector>
+
+#include "fiber/stack.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+
+namespace {
+
+TEST(Stack, IsUsableAndRoundedToPages) {
+  tern::Result<tern::detail::Stack> stack = tern::detail::map_stack(10000);
+  ASSERT_TRUE(stack) << stack.error().message();
+  EXPECT_GE(stack->size, 10000u);
+  EXPECT_EQ(stack->size % 4096, 0u);
+  std::memset(stack->base, 0xab, stack->size);  // every usable byte is writable
+  EXPECT_TRUE(stack->in_guard(static_cast<char*>(stack->base) - 1));
+  EXPECT_FALSE(stack->in_guard(stack->base));
+  tern::detail::unmap_stack(*stack);
+}
+
+TEST(StackPool, ReusesStacksOfTheSameSize) {
+  tern::detail::StackPool pool(4);
+  tern::Result<tern::detail::Stack> first = pool.take(64 * 1024);
+  ASSERT_TRUE(first);
+  void* base = first->base;
+  pool.give(*first);
+  EXPECT_EQ(pool.cached(), 1u);
+  tern::Result<tern::detail::Stack> again = pool.take(64 * 1024);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->base, base) << "a cached stack of the right size is reused";
+  tern::Result<tern::detail::Stack> other = pool.take(128 * 1024);
+  ASSERT_TRUE(other);
+  EXPECT_NE(other->base, base);
+  pool.give(*again);
+  pool.give(*other);
+  EXPECT_EQ(pool.cached(), 2u);
+}
+
+TEST(StackPool, UnmapsBeyondItsLimit) {
+  tern::detail::StackPool pool(2);
+  std::vector<tern::detail::Stack> stacks;
+  for (int i = 0; i < 5; ++i) stacks.push_back(*pool.take(16 * 1024));
+  for (const auto& s : stacks) pool.give(s);
+  EXPECT_EQ(pool.cached(), 2u);
+}
+
+// Recurses with a frame the compiler cannot elide until the stack runs out.
+volatile int recursion_limit = 1 << 30;
+[[gnu::noinline]] int recurse(int depth) {
+  volatile char frame[512];
+  frame[0] = static_cast<char>(depth);
+  if (depth >= recursion_limit) return frame[0];
+  return recurse(depth + 1) + frame[0];
+}
+
+TEST(StackOverflowDeathTest, AbortsNamingTheFiber) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        tern::Runtime runtime({.workers = 1});
+        runtime.run([] {
+          tern::spawn([] { recurse(0); }, {.name = "deep", .stack_size = 32 * 1024}).join();
+        });
+      },
+      "stack overflow in fiber 'deep' \\(id [0-9]+, stack 32 KiB\\)");
+}
+
+TEST(StackOverflowDeathTest, OtherCrashesAreLeftToTheDefaultHandler) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        tern::Runtime runtime({.workers = 1});
+        runtime.run([] {
+          volatile int* null = nullptr;
+          *null = 1;
+        });
+      },
+      "");
+}
+
+}  // namespace
