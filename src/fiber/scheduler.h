@@ -83,6 +83,7 @@ class Scheduler {
   bool try_close();
   void report_shutdown_progress();
   void wake_parker() noexcept;
+  void sync_with_wakers() noexcept;
   void check_can_park(FiberControl* self) const;
 
   static thread_local Scheduler* current_scheduler;
@@ -106,6 +107,7 @@ class Scheduler {
   bool stop_seen_ = false;
   Deadline next_shutdown_report_{};
   std::atomic<bool> sleeping_{false};
+  std::atomic<std::uint64_t> wake_sync_{0};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> closed_{false};
   std::atomic<std::uint32_t> posters_{0};

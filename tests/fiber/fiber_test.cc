@@ -9,6 +9,7 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/fiber_local.h"
 #include "tern/fiber/runtime.h"
+#include "test_scale.h"
 
 namespace {
 
@@ -159,14 +160,15 @@ TEST(Sleep, ManySleepersWithTheSameDeadlineAllWake) {
     int woke = 0;
     std::vector<tern::Fiber> fibers;
     const auto deadline = tern::Clock::now() + 10ms;
-    for (int i = 0; i < 10000; ++i) {
+    const int count = tern_test::scaled(10000);
+    for (int i = 0; i < count; ++i) {
       fibers.push_back(tern::spawn([&] {
         ASSERT_TRUE(tern::this_fiber::sleep_until(deadline));
         ++woke;
       }));
     }
     for (tern::Fiber& f : fibers) f.join();
-    EXPECT_EQ(woke, 10000);
+    EXPECT_EQ(woke, count);
   });
 }
 

@@ -128,15 +128,19 @@ TEST(Shutdown, PostedWorkIsNeverLost) {
   std::atomic<int> ran{0};
   std::atomic<int> accepted{0};
   runtime.run([&] {
-    // Fibers on worker 1 keep posting to worker 0 while the runtime shuts down.
+    // A fiber on worker 1 keeps posting to worker 0 while the runtime shuts down: the first
+    // fiber returns (starting the shutdown) once the first 100 posts were accepted.
+    tern::Event started;
     ASSERT_TRUE(tern::post(1, [&] {
       for (int i = 0; i < 2000; ++i) {
         if (tern::post(0, [&] { ran++; })) accepted++;
+        if (i == 100) started.set();
         if (i % 100 == 0) tern::this_fiber::yield();
       }
     }));
+    ASSERT_TRUE(started.wait_for(30s));
   });
-  EXPECT_GT(accepted.load(), 0);
+  EXPECT_GT(accepted.load(), 100);
   EXPECT_EQ(ran.load(), accepted.load()) << "every accepted post ran";
 }
 

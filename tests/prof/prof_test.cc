@@ -42,8 +42,8 @@ TEST(ScopedTimer, MeasuresTheScope) {
   static tern::prof::Timer timer("test.timer.scope");
   {
     TERN_PROF_SCOPE(timer);
-    volatile int sink = 0;
-    for (int i = 0; i < 100000; ++i) sink = sink + i;
+    volatile unsigned sink = 0;
+    for (unsigned i = 0; i < 100000; ++i) sink = sink + i;
   }
   const tern::prof::TimerStats stats = timer.read();
   EXPECT_EQ(stats.count, 1u);
