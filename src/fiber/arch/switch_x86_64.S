@@ -5,8 +5,9 @@
  * Saves what the ABI makes callee-saved (rbx, rbp, r12-r15, the MXCSR control bits and the x87
  * control word) on the current stack, stores the stack pointer in *save_sp, loads to_sp and
  * restores the same set from there; returns arg in the resumed context. The two control words
- * are loaded only when they differ from the current ones: ldmxcsr and fldcw are slow and almost
- * never needed. The resume jumps through a register rather than `ret`, so the return-stack
+ * are loaded only when their control bits differ from the current ones: ldmxcsr and fldcw are
+ * slow and almost never needed (MXCSR's exception flags, bits 0-5, are caller-saved and not
+ * carried across a switch). The resume jumps through a register rather than `ret`, so the return-stack
  * predictor is not trained on addresses a switch never returns to.
  *
  * Frame (from the saved stack pointer up):
@@ -33,8 +34,9 @@ tern_switch_context:
         movq    %rsp, (%rdi)
 
         movq    %rsi, %rsp
-        cmpl    (%rsp), %r8d
-        jne     .Lload_mxcsr
+        xorl    (%rsp), %r8d
+        testl   $0xffc0, %r8d          /* control bits only: the flags are caller-saved */
+        jnz     .Lload_mxcsr
 .Lmxcsr_done:
         cmpw    4(%rsp), %r9w
         jne     .Lload_x87cw
