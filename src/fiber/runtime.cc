@@ -41,15 +41,25 @@ RuntimeState::RuntimeState(Runtime* owner, RuntimeOptions options)
 
 namespace {
 
+std::atomic<std::unique_ptr<Parker> (*)(std::size_t)> default_parker_factory{nullptr};
+
 std::unique_ptr<Parker> make_parker(const RuntimeOptions& options, std::size_t worker) {
   if (options.make_parker) {
     std::unique_ptr<Parker> parker = options.make_parker(worker);
+    if (parker) return parker;
+  }
+  if (auto factory = default_parker_factory.load(std::memory_order_acquire)) {
+    std::unique_ptr<Parker> parker = factory(worker);
     if (parker) return parker;
   }
   return std::make_unique<detail::FutexParker>();
 }
 
 }  // namespace
+
+void set_default_parker_factory(std::unique_ptr<Parker> (*factory)(std::size_t)) noexcept {
+  default_parker_factory.store(factory, std::memory_order_release);
+}
 
 Runtime::Runtime(RuntimeOptions options)
     : state_(std::make_unique<detail::RuntimeState>(this, std::move(options))) {}

@@ -23,8 +23,6 @@ namespace {
 
 // How many fiber-to-fiber switches may pass before the main context gets a turn.
 constexpr std::uint32_t kSwitchesPerRound = 64;
-// How many rounds with ready fibers pass between non-blocking polls of the parker.
-constexpr std::uint32_t kRoundsPerPoll = 16;
 
 bool claim_fiber(FiberControl* fiber) noexcept {
   std::uint32_t expected = 0;
@@ -76,7 +74,7 @@ void Scheduler::run() {
       report_shutdown_progress();
     }
     if (!run_queue_.empty()) {
-      if (++loop_ticks_ % kRoundsPerPoll == 0) parker_->park(Deadline::min());
+      parker_->poll();
       switch_to(run_queue_.pop_front());
       continue;
     }

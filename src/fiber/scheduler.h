@@ -101,7 +101,6 @@ class Scheduler {
   TimerHeap timers_;
   StackPool stacks_;
   std::uint32_t switch_ticks_ = 0;
-  std::uint32_t loop_ticks_ = 0;
   std::uint64_t next_id_ = 0;
   std::uint64_t last_id_ = 0;
   bool stop_seen_ = false;

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <cstddef>
+#include <memory>
+
 #include "tern/base/clock.h"
 
 namespace tern {
@@ -15,6 +18,13 @@ class Parker {
   virtual void park(Deadline deadline) = 0;
   // Makes the current or the next park() return promptly. Any thread.
   virtual void unpark() noexcept = 0;
+  // Called each time the worker's loop runs while fibers are ready: a chance to submit batched
+  // work and collect finished work without blocking. Keep it cheap. Worker thread only.
+  virtual void poll() {}
 };
+
+// Sets the Parker factory used when RuntimeOptions::make_parker is empty (tern::io installs its
+// reactors here when it is linked in). Call before Runtime::run; any thread.
+void set_default_parker_factory(std::unique_ptr<Parker> (*factory)(std::size_t worker)) noexcept;
 
 }  // namespace tern

@@ -1,0 +1,228 @@
+// The epoll backend: edge-triggered registration once per fd; an operation tries its system
+// call first and waits for readiness only on EAGAIN.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+#include <memory>
+#include <vector>
+
+#include "reactor.h"
+#include "tern/base/assert.h"
+#include "tern/fiber/detail/waiter.h"
+
+namespace tern::io::detail {
+
+namespace {
+
+using tern::detail::Waiter;
+using tern::detail::WaitList;
+
+constexpr int kMaxEvents = 256;
+
+// What the reactor knows about one fd.
+struct FdState {
+  bool registered = false;
+  bool readable = false;  // an edge arrived that no reader has consumed yet
+  bool writable = false;
+  WaitList readers;
+  WaitList writers;
+};
+
+class EpollReactor final : public Reactor {
+ public:
+  EpollReactor(int epoll_fd, int wake_fd) : Reactor(Backend::epoll), epoll_(epoll_fd),
+                                            wake_(wake_fd) {}
+  ~EpollReactor() override {
+    ::close(wake_);
+    ::close(epoll_);
+  }
+
+  void park(Deadline deadline) override { wait_events(deadline); }
+  void poll() override { wait_events(Deadline::min()); }
+  void unpark() noexcept override {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_, &one, sizeof one);
+  }
+
+  Result<std::size_t> read(int fd, void* buf, std::size_t len, Deadline deadline) override {
+    return retry(fd, false, deadline, [&] { return ::read(fd, buf, len); });
+  }
+  Result<std::size_t> write(int fd, const void* buf, std::size_t len,
+                            Deadline deadline) override {
+    return retry(fd, true, deadline, [&] { return ::write(fd, buf, len); });
+  }
+  Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
+                           Deadline deadline) override {
+    return retry(fd, false, deadline, [&] { return ::recv(fd, buf, len, flags); });
+  }
+  Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
+                           Deadline deadline) override {
+    return retry(fd, true, deadline,
+                 [&] { return ::send(fd, buf, len, flags | MSG_NOSIGNAL); });
+  }
+  Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) override {
+    return retry(fd, false, deadline, [&] { return ::recvmsg(fd, message, flags); });
+  }
+  Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags,
+                              Deadline deadline) override {
+    return retry(fd, true, deadline,
+                 [&] { return ::sendmsg(fd, message, flags | MSG_NOSIGNAL); });
+  }
+  Result<int> accept(int fd, sockaddr* peer, socklen_t* length, Deadline deadline) override {
+    Result<std::size_t> accepted = retry(fd, false, deadline, [&] {
+      return static_cast<ssize_t>(::accept4(fd, peer, length, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    });
+    if (!accepted) return fail(accepted.error());
+    return static_cast<int>(*accepted);
+  }
+  Result<void> connect(int fd, const sockaddr* address, socklen_t length,
+                       Deadline deadline) override {
+    if (::connect(fd, address, length) == 0) return {};
+    if (errno != EINPROGRESS && errno != EINTR) return fail(errno_code(errno));
+    if (Result<void> ready = wait_ready(fd, true, deadline); !ready) return ready;
+    int error = 0;
+    socklen_t size = sizeof error;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return fail(errno_code(errno));
+    if (error != 0) return fail(errno_code(error));
+    return {};
+  }
+
+  Result<void> wait_ready(int fd, bool writable, Deadline deadline) override {
+    FdState& state = state_of(fd);
+    if (!state.registered) {
+      epoll_event event = {};
+      event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+      event.data.fd = fd;
+      if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event) != 0 && errno != EEXIST)
+        return fail(errno_code(errno));
+      state.registered = true;
+    }
+    bool& ready = writable ? state.writable : state.readable;
+    if (ready) {  // an edge arrived since the last wait: try the call again first
+      ready = false;
+      return {};
+    }
+    Waiter waiter;
+    waiter.fiber = tern::detail::current_fiber("tern::io");
+    tern::detail::begin_wait(waiter.fiber);
+    WaitList& queue = writable ? state.writers : state.readers;
+    queue.push_back(waiter);
+    const std::error_code result = tern::detail::wait(waiter.fiber, deadline, true);
+    if (!waiter.fired) {
+      tern::detail::withdraw(queue, waiter);
+      return fail(result);
+    }
+    if (waiter.closed) return fail(std::errc::operation_canceled);
+    return {};
+  }
+
+  void close(int fd) noexcept override {
+    if (fd < 0) return;
+    if (static_cast<std::size_t>(fd) < states_.size() && states_[fd]) {
+      FdState& state = *states_[fd];
+      WaitList claimed;
+      tern::detail::claim_all(state.readers, claimed);
+      tern::detail::claim_all(state.writers, claimed);
+      tern::detail::wake_all(claimed, true);
+      states_[fd].reset();
+    }
+    ::close(fd);
+  }
+
+ private:
+  template <typename Call>
+  Result<std::size_t> retry(int fd, bool writable, Deadline deadline, Call call) {
+    for (;;) {
+      const ssize_t n = call();
+      if (n >= 0) return static_cast<std::size_t>(n);
+      const int err = errno;
+      if (err == EINTR) continue;
+      if (err != EAGAIN && err != EWOULDBLOCK) return fail(errno_code(err));
+      if (Result<void> ready = wait_ready(fd, writable, deadline); !ready) return fail(ready.error());
+    }
+  }
+
+  FdState& state_of(int fd) {
+    TERN_ASSERT(fd >= 0, "tern::io: negative file descriptor");
+    const auto index = static_cast<std::size_t>(fd);
+    if (index >= states_.size()) states_.resize(index + 1 + index / 2);
+    if (!states_[index]) states_[index] = std::make_unique<FdState>();
+    return *states_[index];
+  }
+
+  void wait_events(Deadline deadline) {
+    epoll_event events[kMaxEvents];
+    int count;
+    if (deadline == Deadline::min()) {
+      count = ::epoll_wait(epoll_, events, kMaxEvents, 0);
+    } else if (deadline == kNoDeadline) {
+      count = ::epoll_wait(epoll_, events, kMaxEvents, -1);
+    } else {
+      auto remaining = deadline - Clock::now();
+      if (remaining < Clock::duration::zero()) remaining = Clock::duration::zero();
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(remaining).count();
+      timespec timeout = {static_cast<time_t>(ns / 1'000'000'000),
+                          static_cast<long>(ns % 1'000'000'000)};
+      count = ::epoll_pwait2(epoll_, events, kMaxEvents, &timeout, nullptr);
+    }
+    for (int i = 0; i < count; ++i) dispatch(events[i]);
+  }
+
+  void dispatch(const epoll_event& event) {
+    const int fd = event.data.fd;
+    if (fd == wake_) {
+      std::uint64_t value;
+      [[maybe_unused]] ssize_t n = ::read(wake_, &value, sizeof value);
+      return;
+    }
+    if (static_cast<std::size_t>(fd) >= states_.size() || !states_[fd]) return;
+    FdState& state = *states_[fd];
+    if (event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+      if (!wake_waiters(state.readers)) state.readable = true;
+    }
+    if (event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
+      if (!wake_waiters(state.writers)) state.writable = true;
+    }
+  }
+
+  // Wakes every waiter in queue; returns whether there was one.
+  static bool wake_waiters(WaitList& queue) {
+    if (queue.empty()) return false;
+    WaitList claimed;
+    tern::detail::claim_all(queue, claimed);
+    tern::detail::wake_all(claimed);
+    return true;
+  }
+
+  int epoll_;
+  int wake_;
+  std::vector<std::unique_ptr<FdState>> states_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Reactor>> make_epoll_reactor() {
+  const int epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd < 0) return fail(errno_code(errno));
+  const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd < 0) {
+    const int err = errno;
+    ::close(epoll_fd);
+    return fail(errno_code(err));
+  }
+  epoll_event event = {};
+  event.events = EPOLLIN | EPOLLET;
+  event.data.fd = wake_fd;
+  if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &event) != 0) {
+    const int err = errno;
+    ::close(wake_fd);
+    ::close(epoll_fd);
+    return fail(errno_code(err));
+  }
+  return std::unique_ptr<Reactor>(std::make_unique<EpollReactor>(epoll_fd, wake_fd));
+}
+
+}  // namespace tern::io::detail

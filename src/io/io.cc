@@ -1,0 +1,77 @@
+// The free functions of tern/io/io.h: each forwards to the calling worker's reactor.
+#include "tern/io/io.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "reactor.h"
+
+namespace tern::io {
+
+namespace {
+
+detail::Reactor& reactor(const char* operation) {
+  detail::Reactor* current = detail::Reactor::current();
+  if (current == nullptr) {
+    std::fprintf(stderr,
+                 "tern: tern::io::%s called outside a worker fiber of a runtime with reactors\n",
+                 operation);
+    std::abort();
+  }
+  return *current;
+}
+
+}  // namespace
+
+Result<std::size_t> read(int fd, std::span<std::byte> buf, Deadline deadline) {
+  return reactor("read").read(fd, buf.data(), buf.size(), deadline);
+}
+
+Result<std::size_t> write(int fd, std::span<const std::byte> buf, Deadline deadline) {
+  return reactor("write").write(fd, buf.data(), buf.size(), deadline);
+}
+
+Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags, Deadline deadline) {
+  return reactor("recv").recv(fd, buf.data(), buf.size(), flags, deadline);
+}
+
+Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags, Deadline deadline) {
+  return reactor("send").send(fd, buf.data(), buf.size(), flags, deadline);
+}
+
+Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) {
+  return reactor("recvmsg").recvmsg(fd, message, flags, deadline);
+}
+
+Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags, Deadline deadline) {
+  return reactor("sendmsg").sendmsg(fd, message, flags, deadline);
+}
+
+Result<int> accept(int fd, sockaddr* peer, socklen_t* peer_length, Deadline deadline) {
+  return reactor("accept").accept(fd, peer, peer_length, deadline);
+}
+
+Result<void> connect(int fd, const sockaddr* address, socklen_t length, Deadline deadline) {
+  return reactor("connect").connect(fd, address, length, deadline);
+}
+
+Result<void> wait_readable(int fd, Deadline deadline) {
+  return reactor("wait_readable").wait_ready(fd, false, deadline);
+}
+
+Result<void> wait_writable(int fd, Deadline deadline) {
+  return reactor("wait_writable").wait_ready(fd, true, deadline);
+}
+
+void close(int fd) noexcept {
+  detail::Reactor* current = detail::Reactor::current();
+  if (current != nullptr) {
+    current->close(fd);
+  } else if (fd >= 0) {
+    ::close(fd);
+  }
+}
+
+}  // namespace tern::io

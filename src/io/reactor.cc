@@ -1,0 +1,126 @@
+// The reactor base, backend choice (TERN_IO), and the default reactors for every runtime in a
+// program that links tern::io.
+#include "reactor.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "tern/fiber/runtime.h"
+
+namespace tern::io {
+
+namespace detail {
+
+Result<void> probe_uring();
+
+namespace {
+thread_local Reactor* current_reactor = nullptr;
+}  // namespace
+
+Reactor::Reactor(Backend backend) noexcept : backend_(backend), previous_(current_reactor) {
+  current_reactor = this;
+}
+
+Reactor::~Reactor() {
+  if (current_reactor == this) current_reactor = previous_;
+}
+
+Reactor* Reactor::current() noexcept {
+  return Runtime::current() != nullptr ? current_reactor : nullptr;
+}
+
+}  // namespace detail
+
+namespace {
+
+std::string describe_uring_failure(std::error_code error) {
+  if (error == std::errc::function_not_supported)
+    return "the kernel has no io_uring (ENOSYS)";
+  if (error == std::errc::operation_not_permitted)
+    return "io_uring is disabled (kernel.io_uring_disabled or a seccomp policy: EPERM)";
+  if (error == std::errc::not_supported)
+    return "the kernel's io_uring lacks an operation tern needs";
+  return "io_uring setup failed: " + error.message();
+}
+
+std::unique_ptr<Parker> make_reactor(BackendChoice choice, std::size_t worker) {
+  if (choice != BackendChoice::epoll) {
+    Result<std::unique_ptr<detail::Reactor>> uring = detail::make_uring_reactor();
+    if (uring) return std::move(*uring);
+    if (choice == BackendChoice::uring) {
+      std::fprintf(stderr, "tern: the io_uring backend was asked for but %s\n",
+                   describe_uring_failure(uring.error()).c_str());
+      std::abort();
+    }
+    static std::once_flag logged;
+    std::call_once(logged, [&] {
+      std::fprintf(stderr, "tern: using epoll because %s\n",
+                   describe_uring_failure(uring.error()).c_str());
+    });
+  }
+  Result<std::unique_ptr<detail::Reactor>> epoll = detail::make_epoll_reactor();
+  if (!epoll) {
+    std::fprintf(stderr, "tern: cannot create the epoll reactor of worker %zu: %s\n", worker,
+                 epoll.error().message().c_str());
+    std::abort();
+  }
+  return std::move(*epoll);
+}
+
+std::unique_ptr<Parker> make_default_reactor(std::size_t worker) {
+  static const BackendChoice choice = backend_from_environment();
+  return make_reactor(choice, worker);
+}
+
+// Every runtime in a program that links tern::io gets reactors without asking.
+const bool registered = [] {
+  set_default_parker_factory(&make_default_reactor);
+  return true;
+}();
+
+}  // namespace
+
+std::string_view to_string(Backend backend) noexcept {
+  return backend == Backend::epoll ? "epoll" : "uring";
+}
+
+Result<BackendChoice> parse_backend(std::string_view text) noexcept {
+  if (text == "epoll") return BackendChoice::epoll;
+  if (text == "uring" || text == "io_uring") return BackendChoice::uring;
+  if (text == "auto" || text.empty()) return BackendChoice::automatic;
+  return fail(std::errc::invalid_argument);
+}
+
+BackendChoice backend_from_environment() {
+  const char* value = std::getenv("TERN_IO");
+  if (value == nullptr) return BackendChoice::automatic;
+  Result<BackendChoice> choice = parse_backend(value);
+  if (!choice) {
+    std::fprintf(stderr, "tern: TERN_IO=%s is not one of epoll, uring, auto\n", value);
+    std::abort();
+  }
+  return *choice;
+}
+
+Result<void> uring_available() {
+  static const Result<void> probed = detail::probe_uring();
+  return probed;
+}
+
+std::function<std::unique_ptr<Parker>(std::size_t)> reactors(BackendChoice choice) {
+  (void)registered;
+  return [choice](std::size_t worker) { return make_reactor(choice, worker); };
+}
+
+Backend current_backend() {
+  detail::Reactor* reactor = detail::Reactor::current();
+  if (reactor == nullptr) {
+    std::fprintf(stderr, "tern::io::current_backend called off a worker with a reactor\n");
+    std::abort();
+  }
+  return reactor->backend();
+}
+
+}  // namespace tern::io

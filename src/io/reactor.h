@@ -1,0 +1,56 @@
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstddef>
+
+#include "tern/base/clock.h"
+#include "tern/base/result.h"
+#include "tern/fiber/park.h"
+#include "tern/io/backend.h"
+
+namespace tern::io::detail {
+
+// A worker's reactor: the Parker its scheduler sleeps in, and the fiber-blocking I/O
+// operations behind tern/io/io.h. One per worker; everything runs on that worker's thread.
+class Reactor : public Parker {
+ public:
+  explicit Reactor(Backend backend) noexcept;
+  ~Reactor() override;
+  Reactor(const Reactor&) = delete;
+  Reactor& operator=(const Reactor&) = delete;
+
+  // The reactor of the calling worker, or nullptr. Any thread.
+  static Reactor* current() noexcept;
+  Backend backend() const noexcept { return backend_; }
+
+  virtual Result<std::size_t> read(int fd, void* buf, std::size_t len, Deadline deadline) = 0;
+  virtual Result<std::size_t> write(int fd, const void* buf, std::size_t len,
+                                    Deadline deadline) = 0;
+  virtual Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
+                                   Deadline deadline) = 0;
+  virtual Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
+                                   Deadline deadline) = 0;
+  virtual Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) = 0;
+  virtual Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags,
+                                      Deadline deadline) = 0;
+  virtual Result<int> accept(int fd, sockaddr* peer, socklen_t* length, Deadline deadline) = 0;
+  virtual Result<void> connect(int fd, const sockaddr* address, socklen_t length,
+                               Deadline deadline) = 0;
+  virtual Result<void> wait_ready(int fd, bool writable, Deadline deadline) = 0;
+  virtual void close(int fd) noexcept = 0;
+
+ private:
+  Backend backend_;
+  Reactor* previous_;
+};
+
+// Makes a reactor of the given backend for the calling worker thread; on failure (io_uring
+// refused by the kernel), the reason.
+Result<std::unique_ptr<Reactor>> make_epoll_reactor();
+Result<std::unique_ptr<Reactor>> make_uring_reactor();
+
+// An error_code for an errno value.
+inline std::error_code errno_code(int err) noexcept { return {err, std::system_category()}; }
+
+}  // namespace tern::io::detail

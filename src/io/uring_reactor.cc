@@ -1,0 +1,266 @@
+// The io_uring backend: each operation is a submission whose completion wakes the fiber.
+// Submissions are batched and flushed each time the worker's loop runs (poll) or sleeps (park).
+#include <liburing.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+#include "reactor.h"
+#include "tern/fiber/detail/waiter.h"
+
+namespace tern::io::detail {
+
+namespace {
+
+constexpr unsigned kRingEntries = 1024;
+constexpr std::uint64_t kIgnoredTag = 0;  // completions of cancel requests
+constexpr std::uint64_t kWakeTag = 1;     // the eventfd that unpark() writes
+
+// One operation in flight; lives on the waiting fiber's stack until its completion arrives.
+struct UringOp {
+  tern::detail::Waiter waiter;
+  int result = 0;
+  bool done = false;
+};
+
+class UringReactor final : public Reactor {
+ public:
+  UringReactor(const io_uring& ring, int wake_fd)
+      : Reactor(Backend::uring), ring_(ring), wake_(wake_fd) {}
+  ~UringReactor() override {
+    io_uring_queue_exit(&ring_);
+    ::close(wake_);
+  }
+
+  void park(Deadline deadline) override {
+    if (!wake_armed_) arm_wake();
+    if (deadline == Deadline::min()) {
+      io_uring_submit(&ring_);
+    } else {
+      io_uring_cqe* cqe = nullptr;
+      __kernel_timespec timeout = {};
+      __kernel_timespec* timeout_ptr = nullptr;
+      if (deadline != kNoDeadline) {
+        auto remaining = deadline - Clock::now();
+        if (remaining < Clock::duration::zero()) remaining = Clock::duration::zero();
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(remaining).count();
+        timeout.tv_sec = ns / 1'000'000'000;
+        timeout.tv_nsec = ns % 1'000'000'000;
+        timeout_ptr = &timeout;
+      }
+      io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, timeout_ptr, nullptr);
+    }
+    reap();
+  }
+  void poll() override {
+    if (io_uring_sq_ready(&ring_) > 0) io_uring_submit(&ring_);
+    reap();
+  }
+  void unpark() noexcept override {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_, &one, sizeof one);
+  }
+
+  Result<std::size_t> read(int fd, void* buf, std::size_t len, Deadline deadline) override {
+    return bytes(fd, false, deadline, [&](io_uring_sqe* sqe) {
+      io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(len), static_cast<__u64>(-1));
+    });
+  }
+  Result<std::size_t> write(int fd, const void* buf, std::size_t len,
+                            Deadline deadline) override {
+    return bytes(fd, true, deadline, [&](io_uring_sqe* sqe) {
+      io_uring_prep_write(sqe, fd, buf, static_cast<unsigned>(len), static_cast<__u64>(-1));
+    });
+  }
+  Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
+                           Deadline deadline) override {
+    return bytes(fd, false, deadline,
+                 [&](io_uring_sqe* sqe) { io_uring_prep_recv(sqe, fd, buf, len, flags); });
+  }
+  Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
+                           Deadline deadline) override {
+    return bytes(fd, true, deadline, [&](io_uring_sqe* sqe) {
+      io_uring_prep_send(sqe, fd, buf, len, flags | MSG_NOSIGNAL);
+    });
+  }
+  Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) override {
+    return bytes(fd, false, deadline, [&](io_uring_sqe* sqe) {
+      io_uring_prep_recvmsg(sqe, fd, message, static_cast<unsigned>(flags));
+    });
+  }
+  Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags,
+                              Deadline deadline) override {
+    return bytes(fd, true, deadline, [&](io_uring_sqe* sqe) {
+      io_uring_prep_sendmsg(sqe, fd, message, static_cast<unsigned>(flags | MSG_NOSIGNAL));
+    });
+  }
+  Result<int> accept(int fd, sockaddr* peer, socklen_t* length, Deadline deadline) override {
+    Result<std::size_t> accepted = bytes(fd, false, deadline, [&](io_uring_sqe* sqe) {
+      io_uring_prep_accept(sqe, fd, peer, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    });
+    if (!accepted) return fail(accepted.error());
+    return static_cast<int>(*accepted);
+  }
+  Result<void> connect(int fd, const sockaddr* address, socklen_t length,
+                       Deadline deadline) override {
+    Result<int> done = run(deadline, [&](io_uring_sqe* sqe) {
+      io_uring_prep_connect(sqe, fd, address, length);
+    });
+    if (done) return {};
+    if (done.error() != std::errc::operation_in_progress &&
+        done.error() != std::errc::resource_unavailable_try_again &&
+        done.error() != std::errc::connection_already_in_progress)
+      return fail(done.error());
+    if (Result<void> ready = wait_ready(fd, true, deadline); !ready) return ready;
+    int error = 0;
+    socklen_t size = sizeof error;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return fail(errno_code(errno));
+    if (error != 0) return fail(errno_code(error));
+    return {};
+  }
+  Result<void> wait_ready(int fd, bool writable, Deadline deadline) override {
+    Result<int> ready = run(deadline, [&](io_uring_sqe* sqe) {
+      io_uring_prep_poll_add(sqe, fd, writable ? POLLOUT : POLLIN);
+    });
+    if (!ready) return fail(ready.error());
+    return {};
+  }
+  void close(int fd) noexcept override {
+    if (fd < 0) return;
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+    io_uring_sqe_set_data64(sqe, kIgnoredTag);
+    io_uring_submit(&ring_);
+    ::close(fd);
+  }
+
+ private:
+  // Runs one operation; on EAGAIN (a non-blocking fd the kernel did not poll for us) waits for
+  // readiness and submits it again.
+  template <typename Prep>
+  Result<std::size_t> bytes(int fd, bool writable, Deadline deadline, Prep prep) {
+    for (;;) {
+      Result<int> done = run(deadline, prep);
+      if (done) return static_cast<std::size_t>(*done);
+      if (done.error() != std::errc::resource_unavailable_try_again) return fail(done.error());
+      if (Result<void> ready = wait_ready(fd, writable, deadline); !ready) return fail(ready.error());
+    }
+  }
+
+  // Submits the operation prep() describes and parks until its completion. On a deadline or an
+  // interrupt it cancels the operation and still waits for its completion, since the kernel may
+  // be using the caller's buffers until then.
+  template <typename Prep>
+  Result<int> run(Deadline deadline, Prep prep) {
+    UringOp op;
+    op.waiter.fiber = tern::detail::current_fiber("tern::io");
+    io_uring_sqe* sqe = next_sqe();
+    prep(sqe);
+    io_uring_sqe_set_data(sqe, &op);
+    tern::detail::begin_wait(op.waiter.fiber);
+    const std::error_code woken = tern::detail::wait(op.waiter.fiber, deadline, true);
+    if (!op.done) {
+      io_uring_sqe* cancel = next_sqe();
+      io_uring_prep_cancel(cancel, &op, 0);
+      io_uring_sqe_set_data64(cancel, kIgnoredTag);
+      tern::detail::begin_wait(op.waiter.fiber);
+      tern::detail::wait(op.waiter.fiber, kNoDeadline, false);
+    }
+    if (op.result >= 0) return op.result;
+    if (op.result == -ECANCELED)
+      return fail(woken ? woken : std::make_error_code(std::errc::operation_canceled));
+    return fail(errno_code(-op.result));
+  }
+
+  io_uring_sqe* next_sqe() {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    while (sqe == nullptr) {  // the submission queue is full: flush it
+      io_uring_submit(&ring_);
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    return sqe;
+  }
+
+  void arm_wake() {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_poll_multishot(sqe, wake_, POLLIN);
+    io_uring_sqe_set_data64(sqe, kWakeTag);
+    wake_armed_ = true;
+  }
+
+  void reap() {
+    io_uring_cqe* cqe;
+    unsigned head;
+    unsigned seen = 0;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      ++seen;
+      const std::uint64_t tag = io_uring_cqe_get_data64(cqe);
+      if (tag == kIgnoredTag) continue;
+      if (tag == kWakeTag) {
+        std::uint64_t value;
+        [[maybe_unused]] ssize_t n = ::read(wake_, &value, sizeof value);
+        if ((cqe->flags & IORING_CQE_F_MORE) == 0) wake_armed_ = false;
+        continue;
+      }
+      auto* op = reinterpret_cast<UringOp*>(static_cast<std::uintptr_t>(tag));
+      op->result = cqe->res;
+      op->done = true;
+      if (tern::detail::claim(op->waiter)) tern::detail::wake(op->waiter);
+    }
+    io_uring_cq_advance(&ring_, seen);
+  }
+
+  io_uring ring_;
+  int wake_;
+  bool wake_armed_ = false;
+};
+
+// Sets up a ring, asking for the cheapest completion mode the kernel offers.
+int init_ring(io_uring* ring) {
+  io_uring_params params = {};
+  params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN;
+  int rc = io_uring_queue_init_params(kRingEntries, ring, &params);
+  if (rc == -EINVAL) {
+    params = {};
+    rc = io_uring_queue_init_params(kRingEntries, ring, &params);
+  }
+  return rc;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Reactor>> make_uring_reactor() {
+  if (Result<void> usable = uring_available(); !usable) return fail(usable.error());
+  io_uring ring;
+  const int rc = init_ring(&ring);
+  if (rc < 0) return fail(errno_code(-rc));
+  const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd < 0) {
+    const int err = errno;
+    io_uring_queue_exit(&ring);
+    return fail(errno_code(err));
+  }
+  return std::unique_ptr<Reactor>(std::make_unique<UringReactor>(ring, wake_fd));
+}
+
+Result<void> probe_uring() {
+  io_uring ring;
+  const int rc = init_ring(&ring);
+  if (rc < 0) return fail(errno_code(-rc));
+  io_uring_probe* probe = io_uring_get_probe_ring(&ring);
+  bool complete = probe != nullptr;
+  for (int op : {IORING_OP_READ, IORING_OP_WRITE, IORING_OP_RECV, IORING_OP_SEND,
+                 IORING_OP_RECVMSG, IORING_OP_SENDMSG, IORING_OP_ACCEPT, IORING_OP_CONNECT,
+                 IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL}) {
+    if (complete && !io_uring_opcode_supported(probe, op)) complete = false;
+  }
+  if (probe != nullptr) io_uring_free_probe(probe);
+  io_uring_queue_exit(&ring);
+  if (!complete) return fail(std::errc::not_supported);
+  return {};
+}
+
+}  // namespace tern::io::detail

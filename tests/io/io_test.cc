@@ -1,0 +1,339 @@
+// tern::io on the backend named by TERN_IO (ctest runs this binary once per backend): reads and
+// writes, deadlines, cancellation, close, accept/connect over loopback, offload.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+#include "tern/fiber/wait_group.h"
+#include "tern/io/backend.h"
+#include "tern/io/io.h"
+#include "tern/io/offload.h"
+#include "test_scale.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs fn as the first fiber of a runtime with `workers` workers and reactors.
+template <typename Fn>
+void on_workers(std::size_t workers, Fn&& fn) {
+  tern::Runtime runtime({.workers = workers});
+  runtime.run(std::forward<Fn>(fn));
+}
+
+// A connected pair of non-blocking Unix stream sockets, closed through tern::io.
+struct SocketPair {
+  int fds[2] = {-1, -1};
+  SocketPair() {
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0);
+  }
+  ~SocketPair() {
+    tern::io::close(fds[0]);
+    tern::io::close(fds[1]);
+  }
+};
+
+std::span<const std::byte> bytes_of(const std::string& text) {
+  return std::as_bytes(std::span(text.data(), text.size()));
+}
+
+TEST(Backend, MatchesTheEnvironment) {
+  const char* asked = std::getenv("TERN_IO");
+  on_workers(1, [&] {
+    const tern::io::Backend backend = tern::io::current_backend();
+    if (asked != nullptr && std::string(asked) == "uring") {
+      EXPECT_EQ(backend, tern::io::Backend::uring);
+    } else if (asked != nullptr && std::string(asked) == "epoll") {
+      EXPECT_EQ(backend, tern::io::Backend::epoll);
+    }
+  });
+}
+
+TEST(Backend, ParsesNamesAndRejectsOthers) {
+  EXPECT_EQ(*tern::io::parse_backend("epoll"), tern::io::BackendChoice::epoll);
+  EXPECT_EQ(*tern::io::parse_backend("io_uring"), tern::io::BackendChoice::uring);
+  EXPECT_EQ(*tern::io::parse_backend("auto"), tern::io::BackendChoice::automatic);
+  EXPECT_EQ(tern::io::parse_backend("kqueue").error(), std::errc::invalid_argument);
+}
+
+TEST(ReadWrite, MovesBytesBetweenFibers) {
+  on_workers(1, [] {
+    SocketPair pair;
+    std::string received;
+    tern::Fiber reader = tern::spawn([&] {
+      std::array<std::byte, 64> buf;
+      while (received.size() < 11) {
+        tern::Result<std::size_t> n = tern::io::read(pair.fds[1], buf);
+        ASSERT_TRUE(n) << n.error().message();
+        ASSERT_GT(*n, 0u);
+        received.append(reinterpret_cast<const char*>(buf.data()), *n);
+      }
+    });
+    tern::this_fiber::yield();  // the reader parks on an empty socket first
+    ASSERT_TRUE(tern::io::write(pair.fds[0], bytes_of("hello ")));
+    tern::this_fiber::yield();
+    ASSERT_TRUE(tern::io::send(pair.fds[0], bytes_of("world")));
+    reader.join();
+    EXPECT_EQ(received, "hello world");
+  });
+}
+
+TEST(ReadWrite, LargeTransferWithFullBuffersIsExact) {
+  on_workers(2, [] {
+    SocketPair pair;
+    constexpr std::size_t kTotal = 8 << 20;
+    std::uint64_t sent_sum = 0;
+    std::uint64_t received_sum = 0;
+    std::size_t received = 0;
+    tern::Fiber writer = tern::spawn([&] {
+      std::vector<std::byte> chunk(64 * 1024);
+      std::size_t sent = 0;
+      std::uint8_t value = 0;
+      while (sent < kTotal) {
+        for (std::byte& b : chunk) {
+          b = std::byte{value++};
+          sent_sum += static_cast<std::uint8_t>(b);
+        }
+        std::size_t offset = 0;
+        while (offset < chunk.size()) {  // partial writes: the socket buffer is small
+          tern::Result<std::size_t> n =
+              tern::io::send(pair.fds[0], std::span(chunk).subspan(offset));
+          ASSERT_TRUE(n) << n.error().message();
+          offset += *n;
+        }
+        sent += chunk.size();
+      }
+      ::shutdown(pair.fds[0], SHUT_WR);
+    });
+    std::vector<std::byte> buf(10000);
+    std::uint8_t expected = 0;
+    for (;;) {
+      tern::Result<std::size_t> n = tern::io::recv(pair.fds[1], buf);
+      ASSERT_TRUE(n) << n.error().message();
+      if (*n == 0) break;
+      for (std::size_t i = 0; i < *n; ++i) {
+        ASSERT_EQ(static_cast<std::uint8_t>(buf[i]), expected++) << "at byte " << received + i;
+        received_sum += static_cast<std::uint8_t>(buf[i]);
+      }
+      received += *n;
+    }
+    writer.join();
+    EXPECT_EQ(received, kTotal);
+    EXPECT_EQ(received_sum, sent_sum);
+  });
+}
+
+TEST(Deadline, ReadTimesOutAndLosesNothing) {
+  on_workers(1, [] {
+    SocketPair pair;
+    std::array<std::byte, 16> buf;
+    const auto start = tern::Clock::now();
+    tern::Result<std::size_t> n = tern::io::read(pair.fds[1], buf, tern::Clock::now() + 20ms);
+    ASSERT_FALSE(n);
+    EXPECT_EQ(n.error(), std::errc::timed_out);
+    EXPECT_GE(tern::Clock::now() - start, 20ms);
+    ASSERT_TRUE(tern::io::write(pair.fds[0], bytes_of("after")));
+    n = tern::io::read(pair.fds[1], buf, tern::Clock::now() + 30s);
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(buf.data()), *n), "after");
+  });
+}
+
+TEST(Deadline, ConnectToAnUnroutableAddressTimesOut) {
+  on_workers(1, [] {
+    // A listener whose backlog is full never completes further connects.
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    socklen_t length = sizeof address;
+    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    ASSERT_EQ(::listen(listener, 0), 0);
+    std::vector<int> clients;
+    bool timed_out = false;
+    for (int i = 0; i < 64 && !timed_out; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      clients.push_back(fd);
+      tern::Result<void> connected = tern::io::connect(
+          fd, reinterpret_cast<sockaddr*>(&address), sizeof address, tern::Clock::now() + 50ms);
+      if (!connected) {
+        EXPECT_EQ(connected.error(), std::errc::timed_out) << connected.error().message();
+        timed_out = true;
+      }
+    }
+    EXPECT_TRUE(timed_out) << "some connect beyond the backlog should have timed out";
+    for (int fd : clients) tern::io::close(fd);
+    tern::io::close(listener);
+  });
+}
+
+TEST(Cancel, InterruptEndsAReadInFlight) {
+  on_workers(1, [] {
+    SocketPair pair;
+    std::error_code result;
+    tern::Fiber reader = tern::spawn([&] {
+      std::array<std::byte, 16> buf;
+      tern::Result<std::size_t> n = tern::io::read(pair.fds[1], buf);
+      result = n ? std::error_code() : n.error();
+    });
+    tern::this_fiber::yield();
+    reader.interrupt();
+    reader.join();
+    EXPECT_EQ(result, std::errc::operation_canceled);
+  });
+}
+
+TEST(Cancel, CloseWakesEveryWaiter) {
+  on_workers(1, [] {
+    int fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0);
+    int woken = 0;
+    std::vector<tern::Fiber> readers;
+    for (int i = 0; i < 3; ++i) {
+      readers.push_back(tern::spawn([&] {
+        std::array<std::byte, 16> buf;
+        tern::Result<std::size_t> n = tern::io::read(fds[1], buf, tern::Clock::now() + 30s);
+        EXPECT_FALSE(n);
+        if (!n && n.error() != std::errc::timed_out) ++woken;
+      }));
+    }
+    tern::this_fiber::yield();
+    tern::io::close(fds[1]);
+    for (tern::Fiber& f : readers) f.join();
+    EXPECT_EQ(woken, 3);
+    tern::io::close(fds[0]);
+  });
+}
+
+TEST(AcceptConnect, LoopbackEchoAcrossWorkers) {
+  on_workers(2, [] {
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    socklen_t length = sizeof address;
+    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    ASSERT_EQ(::listen(listener, 128), 0);
+    const int clients = tern_test::scaled(100);
+    tern::WaitGroup done;
+    done.add(static_cast<std::size_t>(clients));
+    std::atomic<int> echoed{0};
+    tern::Fiber acceptor = tern::spawn([&] {
+      for (int i = 0; i < clients; ++i) {
+        sockaddr_in peer = {};
+        socklen_t peer_length = sizeof peer;
+        tern::Result<int> fd = tern::io::accept(listener, reinterpret_cast<sockaddr*>(&peer),
+                                                &peer_length, tern::Clock::now() + 30s);
+        ASSERT_TRUE(fd) << fd.error().message();
+        EXPECT_EQ(peer.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+        tern::spawn([fd = *fd] {
+          std::array<std::byte, 256> buf;
+          for (;;) {
+            tern::Result<std::size_t> n = tern::io::recv(fd, buf);
+            if (!n || *n == 0) break;
+            ASSERT_TRUE(tern::io::send(fd, std::span(buf).first(*n)));
+          }
+          tern::io::close(fd);
+        }).detach();
+      }
+    });
+    for (int i = 0; i < clients; ++i) {
+      ASSERT_TRUE(tern::post(static_cast<std::size_t>(i % 2), [&, i] {
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        tern::Result<void> connected = tern::io::connect(
+            fd, reinterpret_cast<sockaddr*>(&address), sizeof address, tern::Clock::now() + 30s);
+        EXPECT_TRUE(connected) << connected.error().message();
+        const std::string message = "message " + std::to_string(i);
+        EXPECT_TRUE(tern::io::send(fd, bytes_of(message)));
+        std::string reply;
+        std::array<std::byte, 256> buf;
+        while (reply.size() < message.size()) {
+          tern::Result<std::size_t> n = tern::io::recv(fd, buf, 0, tern::Clock::now() + 30s);
+          if (!n || *n == 0) break;
+          reply.append(reinterpret_cast<const char*>(buf.data()), *n);
+        }
+        if (reply == message) echoed++;
+        tern::io::close(fd);
+        done.done();
+      }));
+    }
+    ASSERT_TRUE(done.wait_for(60s));
+    acceptor.join();
+    tern::io::close(listener);
+    EXPECT_EQ(echoed.load(), clients);
+  });
+}
+
+TEST(WaitReady, ReportsReadabilityAndWritability) {
+  on_workers(1, [] {
+    SocketPair pair;
+    ASSERT_TRUE(tern::io::wait_writable(pair.fds[0], tern::Clock::now() + 30s));
+    tern::Result<void> early = tern::io::wait_readable(pair.fds[1], tern::Clock::now() + 10ms);
+    ASSERT_FALSE(early);
+    EXPECT_EQ(early.error(), std::errc::timed_out);
+    ASSERT_TRUE(tern::io::write(pair.fds[0], bytes_of("x")));
+    ASSERT_TRUE(tern::io::wait_readable(pair.fds[1], tern::Clock::now() + 30s));
+  });
+}
+
+TEST(Errors, ReadFromABadDescriptorFailsWithItsErrno) {
+  on_workers(1, [] {
+    std::array<std::byte, 4> buf;
+    tern::Result<std::size_t> n = tern::io::read(-1 + 1000000, buf, tern::Clock::now() + 1s);
+    ASSERT_FALSE(n);
+    EXPECT_EQ(n.error(), std::errc::bad_file_descriptor);
+  });
+}
+
+TEST(Offload, RunsElsewhereAndReturnsTheResult) {
+  on_workers(1, [] {
+    const std::thread::id worker = std::this_thread::get_id();
+    std::thread::id ran_on;
+    const int value = tern::io::offload([&] {
+      ran_on = std::this_thread::get_id();
+      return 6 * 7;
+    });
+    EXPECT_EQ(value, 42);
+    EXPECT_NE(ran_on, worker);
+    EXPECT_THROW(tern::io::offload([]() -> int { throw std::runtime_error("offloaded"); }),
+                 std::runtime_error);
+  });
+}
+
+TEST(Offload, ManyFibersWaitWhileTheWorkerKeepsRunning) {
+  on_workers(1, [] {
+    std::atomic<int> done{0};
+    std::vector<tern::Fiber> fibers;
+    for (int i = 0; i < 16; ++i) {
+      fibers.push_back(tern::spawn([&] {
+        tern::io::offload([] { std::this_thread::sleep_for(5ms); });  // blocking work
+        done++;
+      }));
+    }
+    int spins = 0;
+    while (done.load() < 16) {  // the worker is free while the pool sleeps
+      ++spins;
+      (void)tern::this_fiber::sleep_for(1ms);
+    }
+    for (tern::Fiber& f : fibers) f.join();
+    EXPECT_GT(spins, 0);
+  });
+}
+
+}  // namespace
