@@ -23,6 +23,8 @@ class TernErrorCategory final : public std::error_category {
         return "subscriber lagged behind and missed messages";
       case Errc::stopped:
         return "runtime stopped";
+      case Errc::eof:
+        return "unexpected end of stream";
     }
     return "unknown tern error";
   }

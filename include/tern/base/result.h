@@ -14,6 +14,7 @@ enum class Errc {
   closed = 1,  // the channel, queue or object was closed
   lagged,      // a broadcast subscriber fell behind and missed messages
   stopped,     // the runtime has stopped and accepts no more work
+  eof,         // the stream ended before the expected number of bytes
 };
 
 // The error category of tern::Errc. Usable from any thread.

@@ -1,0 +1,83 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "tern/base/clock.h"
+#include "tern/base/result.h"
+
+namespace tern::net {
+
+class TcpStream;
+
+// A byte buffer for framed protocols: read into its free space, parse frames in place from its
+// readable bytes, then consume them. It compacts (moves the unread bytes to the front) before it
+// grows, so a steady stream of frames reuses one allocation. Not thread-safe.
+class Buffer {
+ public:
+  explicit Buffer(std::size_t capacity = 16 * 1024) : storage_(capacity) {}
+
+  // The bytes received and not yet consumed.
+  std::span<const std::byte> readable() const noexcept {
+    return {storage_.data() + begin_, end_ - begin_};
+  }
+  std::size_t size() const noexcept { return end_ - begin_; }
+  bool empty() const noexcept { return begin_ == end_; }
+
+  // Free space of at least `at_least` bytes after the readable bytes, to fill and commit().
+  std::span<std::byte> writable(std::size_t at_least = 1);
+  // Marks n bytes of writable() as filled.
+  void commit(std::size_t n) noexcept { end_ += n; }
+  // Drops the first n readable bytes.
+  void consume(std::size_t n) noexcept;
+  // Copies bytes in.
+  void append(std::span<const std::byte> bytes);
+  // Drops everything.
+  void clear() noexcept { begin_ = end_ = 0; }
+
+  // One read from stream into the free space (at least `at_least` bytes of it); returns the
+  // bytes read, 0 at end of stream. Worker fibers only.
+  Result<std::size_t> read_from(TcpStream& stream, Deadline deadline = kNoDeadline,
+                                std::size_t at_least = 4096);
+
+ private:
+  std::vector<std::byte> storage_;
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
+};
+
+// How a length-prefixed frame is laid out: a fixed header holding the body length as an
+// unsigned big-endian integer.
+struct FrameFormat {
+  std::size_t header_size = 4;      // bytes before the body
+  std::size_t length_offset = 0;    // where the length field starts in the header
+  std::size_t length_width = 4;     // 1, 2, 4 or 8 bytes
+  std::size_t max_body = 64 << 20;  // larger bodies are rejected (std::errc::message_size)
+};
+
+// A complete frame seen in place: both spans point into the buffer until it is consumed.
+struct Frame {
+  std::span<const std::byte> header;
+  std::span<const std::byte> body;
+  std::size_t size() const noexcept { return header.size() + body.size(); }
+};
+
+// Finds the first frame in bytes: a Frame when it is complete, std::nullopt when more bytes are
+// needed, std::errc::message_size when the length field exceeds format.max_body. Any thread.
+Result<std::optional<Frame>> parse_frame(std::span<const std::byte> bytes,
+                                         const FrameFormat& format);
+
+// Reads a big-endian unsigned integer of `width` bytes. Any thread.
+std::uint64_t load_big_endian(const std::byte* at, std::size_t width) noexcept;
+// Writes value as a big-endian unsigned integer of `width` bytes. Any thread.
+void store_big_endian(std::byte* at, std::size_t width, std::uint64_t value) noexcept;
+
+// Writes header and body with one gather write (retrying until all is written). Worker fibers.
+Result<void> write_frame(TcpStream& stream, std::span<const std::byte> header,
+                         std::span<const std::byte> body, Deadline deadline = kNoDeadline);
+
+}  // namespace tern::net

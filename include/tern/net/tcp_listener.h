@@ -1,0 +1,48 @@
+#pragma once
+
+#include "tern/base/clock.h"
+#include "tern/base/result.h"
+#include "tern/net/address.h"
+#include "tern/net/socket.h"
+#include "tern/net/tcp_stream.h"
+
+namespace tern::net {
+
+// How to listen.
+struct ListenOptions {
+  int backlog = 1024;          // the kernel caps it at net.core.somaxconn
+  bool reuse_address = true;   // SO_REUSEADDR (IP only)
+  bool reuse_port = false;     // SO_REUSEPORT: several listeners share the port (IP only)
+};
+
+// A listening stream socket (TCP or Unix). accept parks the calling fiber. When the process
+// runs out of file descriptors (EMFILE/ENFILE), accept closes the pending connection cleanly
+// using a reserved descriptor, logs it, and fails with std::errc::too_many_files_open instead
+// of spinning. Move-only; use from worker fibers of one worker at a time.
+class TcpListener {
+ public:
+  TcpListener() noexcept = default;
+
+  // Binds to address (port 0: the kernel picks one; see local_address) and listens.
+  static Result<TcpListener> bind(const Address& address, const ListenOptions& options = {});
+
+  // Accepts one connection.
+  Result<TcpStream> accept(Deadline deadline = kNoDeadline);
+  // As accept, also giving the peer's address.
+  Result<TcpStream> accept(Address* peer, Deadline deadline = kNoDeadline);
+
+  Result<Address> local_address() const { return socket_.local_address(); }
+  // Stops listening; fibers of this worker waiting in accept wake with operation_canceled.
+  void close() noexcept;
+  bool is_open() const noexcept { return socket_.is_open(); }
+  int fd() const noexcept { return socket_.fd(); }
+
+ private:
+  Result<TcpStream> shed_one_connection(std::error_code cause);
+  Socket socket_;
+  Socket reserve_;  // a spare descriptor given up to accept-and-close when out of descriptors
+};
+
+using UnixListener = TcpListener;
+
+}  // namespace tern::net

@@ -1,0 +1,82 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "tern/base/clock.h"
+#include "tern/base/result.h"
+#include "tern/net/address.h"
+#include "tern/net/tcp_listener.h"
+#include "tern/net/tcp_stream.h"
+
+namespace tern::net {
+
+// How a TcpServer spreads connections over the runtime's workers.
+enum class AcceptMode {
+  reuse_port,   // every worker accepts on its own SO_REUSEPORT listener (the kernel balances)
+  round_robin,  // one acceptor on the starting worker hands connections out in turn
+};
+
+// How a TcpServer behaves.
+struct ServerOptions {
+  AcceptMode accept_mode = AcceptMode::reuse_port;
+  // Connections open at once; more are accepted and closed at once (0: no limit).
+  std::size_t max_connections = 0;
+  // A connection whose reads and writes make no progress for this long is timed out: its
+  // stream calls without a deadline fail with std::errc::timed_out (0: never).
+  std::chrono::milliseconds idle_timeout{0};
+  ListenOptions listen;
+};
+
+// Counters of a TcpServer; any thread.
+struct ServerStats {
+  std::uint64_t accepted = 0;        // connections handed to the handler
+  std::uint64_t rejected = 0;        // closed at once because max_connections was reached
+  std::uint64_t accept_errors = 0;   // failed accepts (e.g. out of file descriptors)
+  std::uint64_t open = 0;            // connections whose handler is running
+};
+
+// A TCP (or Unix stream) server on the current tern::Runtime: a fiber per connection runs the
+// handler with the connection's stream; the stream is closed when the handler returns.
+// start() and stop() from a worker fiber; stats() from any thread. The server must outlive
+// stop().
+class TcpServer {
+ public:
+  using Handler = std::function<void(TcpStream&)>;
+
+  TcpServer(ServerOptions options, Handler handler);
+  // Aborts if the server is still running (call stop first).
+  ~TcpServer();
+  TcpServer(const TcpServer&) = delete;
+  TcpServer& operator=(const TcpServer&) = delete;
+
+  // Binds address (port 0: the kernel picks one) and starts accepting; returns the address
+  // bound. With AcceptMode::reuse_port every worker gets a listener on that port.
+  Result<Address> start(const Address& address);
+
+  // Graceful shutdown: stops accepting at once, lets handlers run until `grace`, then shuts
+  // down the connections still open (their reads see end of stream, their writes fail) and
+  // waits for their handlers to return. Returns how many connections had to be cut.
+  std::size_t stop(Deadline grace);
+
+  ServerStats stats() const noexcept;
+  bool running() const noexcept { return running_; }
+
+ private:
+  struct WorkerState;
+  struct Shared;
+  void accept_loop(WorkerState& worker);
+  void serve(TcpStream stream, WorkerState& worker);
+  bool admit();
+
+  ServerOptions options_;
+  Handler handler_;
+  std::shared_ptr<Shared> shared_;
+  bool running_ = false;
+};
+
+}  // namespace tern::net

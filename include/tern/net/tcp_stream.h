@@ -1,0 +1,83 @@
+#pragma once
+
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "tern/base/clock.h"
+#include "tern/base/result.h"
+#include "tern/net/address.h"
+#include "tern/net/socket.h"
+
+namespace tern::net {
+
+// A connected stream socket (TCP over IPv4/IPv6, or a Unix stream socket) whose calls park the
+// calling fiber, not its worker. Every call takes a deadline (std::errc::timed_out) and is
+// interruptible (operation_canceled). Move-only; use from worker fibers of one worker at a time.
+class TcpStream {
+ public:
+  TcpStream() noexcept = default;
+  // Adopts a connected non-blocking socket.
+  explicit TcpStream(Socket socket) noexcept : socket_(std::move(socket)) {}
+
+  // Connects to address.
+  static Result<TcpStream> connect(const Address& address, Deadline deadline = kNoDeadline);
+  // Resolves "host:port" (see resolve()) and connects to the first address that accepts.
+  static Result<TcpStream> connect(std::string_view host_port, Deadline deadline = kNoDeadline);
+
+  // Reads what is available, at most buf.size() bytes, waiting until there is something;
+  // 0 means the peer closed its side.
+  Result<std::size_t> read(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
+  // Reads exactly buf.size() bytes; Errc::eof if the stream ends first.
+  Result<void> read_exact(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
+  // Writes some of buf, waiting until at least one byte can be written.
+  Result<std::size_t> write(std::span<const std::byte> buf, Deadline deadline = kNoDeadline);
+  // Writes all of buf.
+  Result<void> write_all(std::span<const std::byte> buf, Deadline deadline = kNoDeadline);
+  // Scatter read into iov (one system call when data is there).
+  Result<std::size_t> readv(std::span<const iovec> iov, Deadline deadline = kNoDeadline);
+  // Gather write of iov; may write less than all of it.
+  Result<std::size_t> writev(std::span<const iovec> iov, Deadline deadline = kNoDeadline);
+  // Gather write of all of iov (e.g. a header and a body in one system call); iov's entries
+  // are advanced past what was written.
+  Result<void> writev_all(std::span<iovec> iov, Deadline deadline = kNoDeadline);
+
+  // Shuts down reading (SHUT_RD), writing (SHUT_WR, a half-close) or both.
+  Result<void> shutdown(int how = SHUT_WR);
+  // Closes the socket.
+  void close() noexcept { socket_.close(); }
+  bool is_open() const noexcept { return socket_.is_open(); }
+
+  // A timeout for every later call made without a deadline of its own: a call that makes no
+  // progress for this long fails with std::errc::timed_out. Zero (the default) turns it off.
+  void set_timeout(std::chrono::nanoseconds timeout) noexcept { timeout_ = timeout; }
+  std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
+
+  // Disables Nagle's algorithm (TCP only).
+  Result<void> set_nodelay(bool on = true);
+  // Enables TCP keepalive probes.
+  Result<void> set_keepalive(bool on = true);
+  // Sets SO_SNDBUF / SO_RCVBUF (the kernel doubles the value).
+  Result<void> set_send_buffer(int bytes);
+  Result<void> set_receive_buffer(int bytes);
+
+  Result<Address> local_address() const { return socket_.local_address(); }
+  Result<Address> peer_address() const { return socket_.peer_address(); }
+  int fd() const noexcept { return socket_.fd(); }
+  Socket& socket() noexcept { return socket_; }
+
+ private:
+  Deadline effective(Deadline deadline) const noexcept {
+    return deadline == kNoDeadline && timeout_.count() > 0 ? deadline_after(timeout_) : deadline;
+  }
+  Socket socket_;
+  std::chrono::nanoseconds timeout_{0};
+};
+
+// Unix stream sockets use the same class.
+using UnixStream = TcpStream;
+
+}  // namespace tern::net

@@ -1,0 +1,212 @@
+#include "tern/net/address.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/un.h>
+
+#include <charconv>
+#include <cstddef>
+#include <cstring>
+
+#include "tern/io/offload.h"
+
+namespace tern::net {
+
+namespace {
+
+Result<Address> reject(std::string* why, std::string message) {
+  if (why != nullptr) *why = std::move(message);
+  return fail(std::errc::invalid_argument);
+}
+
+// Parses a decimal port 0..65535.
+bool parse_port(std::string_view text, std::uint16_t* port) {
+  if (text.empty() || text.size() > 5) return false;
+  unsigned value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value > 65535) return false;
+  *port = static_cast<std::uint16_t>(value);
+  return true;
+}
+
+// Splits "host:port" or "[v6]:port" into its parts.
+bool split_host_port(std::string_view text, std::string_view* host, std::string_view* port,
+                     bool* bracketed) {
+  *bracketed = false;
+  if (!text.empty() && text.front() == '[') {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      return false;
+    *host = text.substr(1, close - 1);
+    *port = text.substr(close + 2);
+    *bracketed = true;
+    return true;
+  }
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  *host = text.substr(0, colon);
+  *port = text.substr(colon + 1);
+  return host->find(':') == std::string_view::npos;  // bare IPv6 needs brackets
+}
+
+}  // namespace
+
+Address::Address(const sockaddr* address, socklen_t length) noexcept {
+  if (length > sizeof storage_) length = sizeof storage_;
+  std::memcpy(&storage_, address, length);
+  length_ = length;
+}
+
+Result<Address> Address::parse(std::string_view text, std::string* why) {
+  const std::string original(text);
+  if (text.starts_with("unix:")) {
+    std::string_view path = text.substr(5);
+    if (path.empty()) return reject(why, "'" + original + "': empty Unix socket path");
+    sockaddr_un un = {};
+    un.sun_family = AF_UNIX;
+    if (path.size() > sizeof un.sun_path - 1)
+      return reject(why, "'" + original + "': Unix socket path longer than " +
+                             std::to_string(sizeof un.sun_path - 1) + " bytes");
+    std::memcpy(un.sun_path, path.data(), path.size());
+    if (path.front() == '@') un.sun_path[0] = '\0';  // abstract namespace
+    return Address(reinterpret_cast<sockaddr*>(&un),
+                   static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() +
+                                          (path.front() == '@' ? 0 : 1)));
+  }
+  if (text.starts_with("tcp://")) text.remove_prefix(6);
+  if (text.find("://") != std::string_view::npos)
+    return reject(why, "'" + original + "': unknown scheme (use tcp:// or unix:)");
+  std::string_view host;
+  std::string_view port_text;
+  bool bracketed = false;
+  if (!split_host_port(text, &host, &port_text, &bracketed))
+    return reject(why, "'" + original + "': expected host:port, [ipv6]:port or unix:/path");
+  std::uint16_t port = 0;
+  if (!parse_port(port_text, &port))
+    return reject(why, "'" + original + "': port '" + std::string(port_text) +
+                           "' is not a number from 0 to 65535");
+  const std::string host_string(host);
+  if (bracketed) {
+    sockaddr_in6 in6 = {};
+    in6.sin6_family = AF_INET6;
+    in6.sin6_port = htons(port);
+    if (::inet_pton(AF_INET6, host_string.c_str(), &in6.sin6_addr) != 1)
+      return reject(why, "'" + original + "': '" + host_string + "' is not an IPv6 address");
+    return Address(reinterpret_cast<sockaddr*>(&in6), sizeof in6);
+  }
+  sockaddr_in in = {};
+  in.sin_family = AF_INET;
+  in.sin_port = htons(port);
+  if (host.empty() || host == "*") {
+    in.sin_addr.s_addr = htonl(INADDR_ANY);
+  } else if (::inet_pton(AF_INET, host_string.c_str(), &in.sin_addr) != 1) {
+    return reject(why, "'" + original + "': '" + host_string +
+                           "' is not an IPv4 address (host names need tern::net::resolve)");
+  }
+  return Address(reinterpret_cast<sockaddr*>(&in), sizeof in);
+}
+
+Address Address::loopback(std::uint16_t port) noexcept {
+  sockaddr_in in = {};
+  in.sin_family = AF_INET;
+  in.sin_port = htons(port);
+  in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return Address(reinterpret_cast<sockaddr*>(&in), sizeof in);
+}
+
+Result<Address> Address::ipv4(std::string_view dotted, std::uint16_t port) {
+  sockaddr_in in = {};
+  in.sin_family = AF_INET;
+  in.sin_port = htons(port);
+  if (::inet_pton(AF_INET, std::string(dotted).c_str(), &in.sin_addr) != 1)
+    return fail(std::errc::invalid_argument);
+  return Address(reinterpret_cast<sockaddr*>(&in), sizeof in);
+}
+
+std::uint16_t Address::port() const noexcept {
+  if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);
+  if (family() == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);
+  return 0;
+}
+
+Address Address::with_port(std::uint16_t port) const noexcept {
+  Address copy = *this;
+  if (family() == AF_INET) reinterpret_cast<sockaddr_in*>(&copy.storage_)->sin_port = htons(port);
+  if (family() == AF_INET6)
+    reinterpret_cast<sockaddr_in6*>(&copy.storage_)->sin6_port = htons(port);
+  return copy;
+}
+
+std::string Address::to_string() const {
+  char host[INET6_ADDRSTRLEN] = {};
+  switch (family()) {
+    case AF_INET:
+      ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr, host,
+                  sizeof host);
+      return std::string(host) + ":" + std::to_string(port());
+    case AF_INET6:
+      ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr, host,
+                  sizeof host);
+      return "[" + std::string(host) + "]:" + std::to_string(port());
+    case AF_UNIX: {
+      const auto* un = reinterpret_cast<const sockaddr_un*>(&storage_);
+      const std::size_t path_length = length_ > offsetof(sockaddr_un, sun_path)
+                                          ? length_ - offsetof(sockaddr_un, sun_path)
+                                          : 0;
+      if (path_length > 0 && un->sun_path[0] == '\0')
+        return "unix:@" + std::string(un->sun_path + 1, path_length - 1);
+      return "unix:" + std::string(un->sun_path, strnlen(un->sun_path, path_length));
+    }
+    default:
+      return "unspecified";
+  }
+}
+
+bool operator==(const Address& a, const Address& b) noexcept {
+  return a.length_ == b.length_ && std::memcmp(&a.storage_, &b.storage_, a.length_) == 0;
+}
+
+Result<std::vector<Address>> resolve(std::string_view host_port, std::string* why) {
+  std::string ignored;
+  if (Result<Address> numeric = Address::parse(host_port, &ignored))
+    return std::vector<Address>{*numeric};
+  std::string_view text = host_port;
+  if (text.starts_with("tcp://")) text.remove_prefix(6);
+  std::string_view host;
+  std::string_view port_text;
+  bool bracketed = false;
+  std::uint16_t port = 0;
+  if (!split_host_port(text, &host, &port_text, &bracketed) || host.empty() ||
+      !parse_port(port_text, &port)) {
+    if (why != nullptr) *why = "'" + std::string(host_port) + "': expected host:port";
+    return fail(std::errc::invalid_argument);
+  }
+  const std::string host_string(host);
+  const std::string port_string(port_text);
+  struct Lookup {
+    int rc = 0;
+    std::vector<Address> found;
+  };
+  Lookup lookup = io::offload([&] {
+    Lookup out;
+    addrinfo hints = {};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* list = nullptr;
+    out.rc = ::getaddrinfo(host_string.c_str(), port_string.c_str(), &hints, &list);
+    for (addrinfo* ai = list; out.rc == 0 && ai != nullptr; ai = ai->ai_next)
+      out.found.emplace_back(ai->ai_addr, ai->ai_addrlen);
+    if (list != nullptr) ::freeaddrinfo(list);
+    return out;
+  });
+  if (lookup.rc != 0 || lookup.found.empty()) {
+    if (why != nullptr)
+      *why = "cannot resolve '" + host_string + "': " + ::gai_strerror(lookup.rc);
+    return fail(std::errc::host_unreachable);
+  }
+  return lookup.found;
+}
+
+}  // namespace tern::net

@@ -1,0 +1,205 @@
+#include "tern/net/tcp_server.h"
+
+#include <sys/socket.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <unordered_set>
+#include <vector>
+
+#include "net_log.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+#include "tern/fiber/wait_group.h"
+
+namespace tern::net {
+
+// What the server keeps per worker; touched only on that worker.
+struct TcpServer::WorkerState {
+  std::size_t index = 0;
+  TcpListener listener;                  // open on the workers that accept
+  std::unordered_set<int> open_streams;  // connections whose handler runs here
+};
+
+// What the server's fibers share; any thread.
+struct TcpServer::Shared {
+  std::vector<std::unique_ptr<WorkerState>> workers;
+  std::atomic<std::uint64_t> accepted{0};
+  std::atomic<std::uint64_t> rejected{0};
+  std::atomic<std::uint64_t> accept_errors{0};
+  std::atomic<std::uint64_t> open{0};
+  std::atomic<std::size_t> next_worker{0};
+  std::atomic<bool> stopping{false};
+  WaitGroup acceptors;
+  WaitGroup connections;
+};
+
+namespace {
+
+// Waits for group even if the calling fiber is interrupted (the fibers it waits for are
+// finishing in that case too).
+void wait_all(WaitGroup& group) {
+  while (!group.wait()) this_fiber::yield();
+}
+
+}  // namespace
+
+TcpServer::TcpServer(ServerOptions options, Handler handler)
+    : options_(std::move(options)), handler_(std::move(handler)),
+      shared_(std::make_shared<Shared>()) {}
+
+TcpServer::~TcpServer() {
+  if (running_) {
+    std::fprintf(stderr, "tern: TcpServer destroyed while running; call stop() first\n");
+    std::abort();
+  }
+}
+
+Result<Address> TcpServer::start(const Address& address) {
+  const std::size_t workers = this_worker::count();
+  const std::size_t here = this_worker::index();
+  const bool every_worker = options_.accept_mode == AcceptMode::reuse_port && address.is_ip();
+  ListenOptions listen = options_.listen;
+  listen.reuse_port = listen.reuse_port || every_worker;
+  for (std::size_t i = 0; i < workers; ++i) {
+    auto state = std::make_unique<WorkerState>();
+    state->index = i;
+    shared_->workers.push_back(std::move(state));
+  }
+  // Bind every listener here (binding needs no reactor); each is then used only by the
+  // acceptor fiber of its worker.
+  Result<TcpListener> first = TcpListener::bind(address, listen);
+  if (!first) return fail(first.error());
+  Result<Address> bound = first->local_address();
+  if (!bound) return fail(bound.error());
+  const std::size_t first_worker = every_worker ? 0 : here;
+  shared_->workers[first_worker]->listener = std::move(*first);
+  if (every_worker) {
+    for (std::size_t i = 1; i < workers; ++i) {
+      Result<TcpListener> more = TcpListener::bind(*bound, listen);
+      if (!more) return fail(more.error());
+      shared_->workers[i]->listener = std::move(*more);
+    }
+  }
+  running_ = true;
+  for (auto& state : shared_->workers) {
+    if (!state->listener.is_open()) continue;
+    shared_->acceptors.add();
+    WorkerState* worker = state.get();
+    if (!tern::post(worker->index, [this, worker] { accept_loop(*worker); })) {
+      shared_->acceptors.done();
+      return fail(Errc::stopped);
+    }
+  }
+  return bound;
+}
+
+bool TcpServer::admit() {
+  const std::uint64_t before = shared_->open.fetch_add(1, std::memory_order_acq_rel);
+  if (options_.max_connections != 0 && before >= options_.max_connections) {
+    shared_->open.fetch_sub(1, std::memory_order_acq_rel);
+    return false;
+  }
+  return true;
+}
+
+void TcpServer::accept_loop(WorkerState& worker) {
+  while (!shared_->stopping.load(std::memory_order_acquire)) {
+    Result<TcpStream> stream = worker.listener.accept();
+    if (!stream) {
+      if (stream.error() == std::errc::operation_canceled ||
+          shared_->stopping.load(std::memory_order_acquire))
+        break;
+      shared_->accept_errors.fetch_add(1, std::memory_order_relaxed);
+      if (stream.error() != std::errc::too_many_files_open &&
+          stream.error() != std::errc::too_many_files_open_in_system)
+        detail::log_rate_limited("accept failed: " + stream.error().message());
+      (void)this_fiber::sleep_for(std::chrono::milliseconds(10));  // let descriptors free up
+      continue;
+    }
+    if (!admit()) {
+      shared_->rejected.fetch_add(1, std::memory_order_relaxed);
+      stream->close();  // a clean close: the peer sees end of stream
+      continue;
+    }
+    shared_->accepted.fetch_add(1, std::memory_order_relaxed);
+    shared_->connections.add();
+    if (options_.accept_mode == AcceptMode::round_robin) {
+      const std::size_t target =
+          shared_->next_worker.fetch_add(1, std::memory_order_relaxed) % shared_->workers.size();
+      WorkerState* owner = shared_->workers[target].get();
+      const int fd = stream->socket().release();
+      if (!tern::post(target, [this, owner, fd] { serve(TcpStream(Socket(fd)), *owner); })) {
+        Socket(fd).close();
+        shared_->open.fetch_sub(1, std::memory_order_acq_rel);
+        shared_->connections.done();
+      }
+    } else {
+      spawn([this, &worker, s = std::move(*stream)]() mutable { serve(std::move(s), worker); },
+            {.name = "connection"})
+          .detach();
+    }
+  }
+  shared_->acceptors.done();
+}
+
+void TcpServer::serve(TcpStream stream, WorkerState& worker) {
+  const int fd = stream.fd();
+  worker.open_streams.insert(fd);
+  if (options_.idle_timeout.count() > 0) stream.set_timeout(options_.idle_timeout);
+  try {
+    handler_(stream);
+  } catch (const std::exception& e) {
+    detail::log_rate_limited(std::string("connection handler threw: ") + e.what());
+  } catch (...) {
+    detail::log_rate_limited("connection handler threw a non-exception");
+  }
+  worker.open_streams.erase(fd);
+  stream.close();
+  shared_->open.fetch_sub(1, std::memory_order_acq_rel);
+  shared_->connections.done();
+}
+
+std::size_t TcpServer::stop(Deadline grace) {
+  if (!running_) return 0;
+  shared_->stopping.store(true, std::memory_order_release);
+  for (auto& state : shared_->workers) {
+    if (!state->listener.is_open()) continue;
+    WorkerState* worker = state.get();
+    (void)tern::post(worker->index, [worker] { worker->listener.close(); });
+  }
+  wait_all(shared_->acceptors);
+  std::size_t cut = 0;
+  if (!shared_->connections.wait_until(grace)) {
+    std::atomic<std::size_t> shut{0};
+    WaitGroup cutting;
+    for (auto& state : shared_->workers) {
+      WorkerState* worker = state.get();
+      cutting.add();
+      const bool posted = static_cast<bool>(tern::post(worker->index, [worker, &shut, &cutting] {
+        for (int fd : worker->open_streams) {
+          ::shutdown(fd, SHUT_RDWR);
+          shut.fetch_add(1, std::memory_order_relaxed);
+        }
+        cutting.done();
+      }));
+      if (!posted) cutting.done();
+    }
+    wait_all(cutting);
+    cut = shut.load();
+    wait_all(shared_->connections);
+  }
+  running_ = false;
+  return cut;
+}
+
+ServerStats TcpServer::stats() const noexcept {
+  ServerStats stats;
+  stats.accepted = shared_->accepted.load(std::memory_order_relaxed);
+  stats.rejected = shared_->rejected.load(std::memory_order_relaxed);
+  stats.accept_errors = shared_->accept_errors.load(std::memory_order_relaxed);
+  stats.open = shared_->open.load(std::memory_order_relaxed);
+  return stats;
+}
+
+}  // namespace tern::net

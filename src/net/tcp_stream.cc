@@ -1,0 +1,118 @@
+#include "tern/net/tcp_stream.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <climits>
+
+#include <algorithm>
+#include <string>
+
+#include "tern/io/io.h"
+
+namespace tern::net {
+
+Result<TcpStream> TcpStream::connect(const Address& address, Deadline deadline) {
+  Result<Socket> socket = Socket::open(address.family(), SOCK_STREAM);
+  if (!socket) return fail(socket.error());
+  if (Result<void> connected = io::connect(socket->fd(), address.data(), address.length(), deadline);
+      !connected)
+    return fail(connected.error());
+  return TcpStream(std::move(*socket));
+}
+
+Result<TcpStream> TcpStream::connect(std::string_view host_port, Deadline deadline) {
+  Result<std::vector<Address>> addresses = resolve(host_port);
+  if (!addresses) return fail(addresses.error());
+  std::error_code last = std::make_error_code(std::errc::host_unreachable);
+  for (const Address& address : *addresses) {
+    Result<TcpStream> stream = connect(address, deadline);
+    if (stream) return stream;
+    last = stream.error();
+    if (last == std::errc::timed_out || last == std::errc::operation_canceled) break;
+  }
+  return fail(last);
+}
+
+Result<std::size_t> TcpStream::read(std::span<std::byte> buf, Deadline deadline) {
+  return io::recv(socket_.fd(), buf, 0, effective(deadline));
+}
+
+Result<void> TcpStream::read_exact(std::span<std::byte> buf, Deadline deadline) {
+  while (!buf.empty()) {
+    Result<std::size_t> n = io::recv(socket_.fd(), buf, 0, effective(deadline));
+    if (!n) return fail(n.error());
+    if (*n == 0) return fail(Errc::eof);
+    buf = buf.subspan(*n);
+  }
+  return {};
+}
+
+Result<std::size_t> TcpStream::write(std::span<const std::byte> buf, Deadline deadline) {
+  return io::send(socket_.fd(), buf, 0, effective(deadline));
+}
+
+Result<void> TcpStream::write_all(std::span<const std::byte> buf, Deadline deadline) {
+  while (!buf.empty()) {
+    Result<std::size_t> n = io::send(socket_.fd(), buf, 0, effective(deadline));
+    if (!n) return fail(n.error());
+    buf = buf.subspan(*n);
+  }
+  return {};
+}
+
+Result<std::size_t> TcpStream::readv(std::span<const iovec> iov, Deadline deadline) {
+  msghdr message = {};
+  message.msg_iov = const_cast<iovec*>(iov.data());
+  message.msg_iovlen = iov.size();
+  return io::recvmsg(socket_.fd(), &message, 0, effective(deadline));
+}
+
+Result<std::size_t> TcpStream::writev(std::span<const iovec> iov, Deadline deadline) {
+  msghdr message = {};
+  message.msg_iov = const_cast<iovec*>(iov.data());
+  message.msg_iovlen = std::min<std::size_t>(iov.size(), IOV_MAX);
+  return io::sendmsg(socket_.fd(), &message, 0, effective(deadline));
+}
+
+Result<void> TcpStream::writev_all(std::span<iovec> iov, Deadline deadline) {
+  while (!iov.empty()) {
+    if (iov.front().iov_len == 0) {
+      iov = iov.subspan(1);
+      continue;
+    }
+    Result<std::size_t> n = writev(iov, deadline);
+    if (!n) return fail(n.error());
+    std::size_t left = *n;
+    while (left > 0) {
+      const std::size_t step = std::min(left, iov.front().iov_len);
+      iov.front().iov_base = static_cast<char*>(iov.front().iov_base) + step;
+      iov.front().iov_len -= step;
+      left -= step;
+      if (iov.front().iov_len == 0) iov = iov.subspan(1);
+    }
+  }
+  return {};
+}
+
+Result<void> TcpStream::shutdown(int how) {
+  if (::shutdown(socket_.fd(), how) != 0) return fail(std::error_code(errno, std::system_category()));
+  return {};
+}
+
+Result<void> TcpStream::set_nodelay(bool on) {
+  return socket_.set_option(IPPROTO_TCP, TCP_NODELAY, on ? 1 : 0);
+}
+
+Result<void> TcpStream::set_keepalive(bool on) {
+  return socket_.set_option(SOL_SOCKET, SO_KEEPALIVE, on ? 1 : 0);
+}
+
+Result<void> TcpStream::set_send_buffer(int bytes) {
+  return socket_.set_option(SOL_SOCKET, SO_SNDBUF, bytes);
+}
+
+Result<void> TcpStream::set_receive_buffer(int bytes) {
+  return socket_.set_option(SOL_SOCKET, SO_RCVBUF, bytes);
+}
+
+}  // namespace tern::net
