@@ -1,0 +1,229 @@
+// tern-echo: one server for every seed benchmark's load pattern (see --help).
+#include <signal.h>
+#include <sys/signalfd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "../common/header16.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+#include "tern/io/backend.h"
+#include "tern/io/io.h"
+#include "tern/net/buffer.h"
+#include "tern/net/tcp_server.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Config {
+  std::size_t threads = 0;
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 7000;
+  std::string io = "auto";
+  std::size_t buf = 16 * 1024;
+  std::string accept = "reuseport";
+  std::string mode = "echo";
+  bool discard = false;
+  std::size_t max_connections = 0;
+  double duration = 0;
+  std::size_t max_payload = 64 << 20;
+};
+
+// Writes back whatever arrives (SEEDS 003 pingpong, 004 sessions).
+void echo_stream(tern::net::TcpStream& stream, std::size_t buf_size) {
+  std::vector<std::byte> buf(buf_size);
+  for (;;) {
+    tern::Result<std::size_t> n = stream.read(buf);
+    if (!n || *n == 0) return;
+    if (!stream.write_all(std::span(buf).first(*n))) return;
+  }
+}
+
+// Reads and drops everything (SEEDS 000 "server discards input").
+void discard_stream(tern::net::TcpStream& stream, std::size_t buf_size) {
+  std::vector<std::byte> buf(buf_size);
+  for (;;) {
+    tern::Result<std::size_t> n = stream.read(buf);
+    if (!n || *n == 0) return;
+  }
+}
+
+// Answers 16-byte-header messages (SEEDS 000): echo replies with the payload and ack = syn;
+// discard sends nothing. A malformed header or an oversized payload closes the connection.
+void frame16_stream(tern::net::TcpStream& stream, std::size_t buf_size, std::size_t max_payload) {
+  tern::net::Buffer in(buf_size);
+  const tern::net::FrameFormat format = tern::tools::header16_format(max_payload);
+  std::vector<iovec> replies;
+  std::vector<std::array<std::byte, tern::tools::kHeader16Size>> headers;
+  for (;;) {
+    tern::Result<std::size_t> n = in.read_from(stream, tern::kNoDeadline, buf_size / 2);
+    if (!n || *n == 0) return;
+    // Answer every complete message in the buffer with one gather write.
+    replies.clear();
+    headers.clear();
+    std::size_t consumed = 0;
+    for (;;) {
+      tern::Result<std::optional<tern::net::Frame>> frame =
+          tern::net::parse_frame(in.readable().subspan(consumed), format);
+      if (!frame) {
+        std::fprintf(stderr, "tern-echo: closing a connection: payload over %zu bytes\n",
+                     max_payload);
+        return;
+      }
+      if (!*frame) break;
+      const tern::tools::Header16 header = tern::tools::Header16::load((*frame)->header);
+      if (header.ver != tern::tools::kHeader16Version ||
+          (header.cmd != static_cast<std::uint16_t>(tern::tools::Command::echo) &&
+           header.cmd != static_cast<std::uint16_t>(tern::tools::Command::discard))) {
+        std::fprintf(stderr, "tern-echo: closing a connection: bad header (ver %u, cmd %u)\n",
+                     header.ver, header.cmd);
+        return;
+      }
+      if (header.cmd == static_cast<std::uint16_t>(tern::tools::Command::echo)) {
+        tern::tools::Header16 reply = header;
+        reply.ack = header.syn;
+        headers.emplace_back();
+        reply.store(headers.back());
+        replies.push_back({nullptr, tern::tools::kHeader16Size});  // patched below
+        replies.push_back({const_cast<std::byte*>((*frame)->body.data()), (*frame)->body.size()});
+      }
+      consumed += (*frame)->size();
+    }
+    for (std::size_t i = 0; i < headers.size(); ++i) replies[2 * i].iov_base = headers[i].data();
+    if (!replies.empty() && !stream.writev_all(replies)) return;
+    in.consume(consumed);
+  }
+}
+
+// Waits for SIGINT or SIGTERM (blocked in every thread) without blocking the worker.
+void wait_for_signal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  const int fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd < 0) return;
+  signalfd_siginfo info;
+  (void)tern::io::read(fd, std::as_writable_bytes(std::span(&info, 1)));
+  tern::io::close(fd);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config config;
+  CLI::App app{
+      "tern-echo: a TCP server answering the load patterns of tern's benchmarks.\n"
+      "Modes: echo (write back what arrives: pingpong, sessions), discard (read and drop),\n"
+      "frame16 (16-byte-header request/reply: cmd 1 = echo with ack = syn, cmd 2 = discard),\n"
+      "ttcp (4-byte big-endian length + payload, answered by a 4-byte ack of the length).\n"
+      "Stops on SIGINT/SIGTERM or after --duration, finishing open connections for 1 s."};
+  app.add_option("-t,--threads", config.threads, "worker threads (0: one per CPU)");
+  app.add_option("--host", config.host, "address to listen on")->capture_default_str();
+  app.add_option("-p,--port", config.port, "TCP port (0: the kernel picks; printed at start)")
+      ->capture_default_str();
+  app.add_option("--io", config.io, "I/O backend: epoll, uring or auto")->capture_default_str();
+  app.add_option("--buf", config.buf, "read buffer per connection, bytes")->capture_default_str();
+  app.add_option("--accept", config.accept,
+                 "reuseport (a listener per worker) or roundrobin (one acceptor hands out)")
+      ->capture_default_str();
+  app.add_option("--mode", config.mode, "echo, discard, frame16 or ttcp")->capture_default_str();
+  app.add_flag("--discard", config.discard, "same as --mode discard");
+  app.add_option("--max-connections", config.max_connections, "0: no limit");
+  app.add_option("--duration", config.duration, "stop after this many seconds (0: run until a signal)");
+  app.add_option("--max-payload", config.max_payload, "largest frame16/ttcp payload accepted")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (config.discard) config.mode = "discard";
+
+  tern::Result<tern::io::BackendChoice> backend = tern::io::parse_backend(config.io);
+  if (!backend) {
+    std::fprintf(stderr, "tern-echo: --io %s: expected epoll, uring or auto\n", config.io.c_str());
+    return 2;
+  }
+  if (config.mode != "echo" && config.mode != "discard" && config.mode != "frame16" &&
+      config.mode != "ttcp") {
+    std::fprintf(stderr, "tern-echo: --mode %s: expected echo, discard, frame16 or ttcp\n",
+                 config.mode.c_str());
+    return 2;
+  }
+  if (config.accept != "reuseport" && config.accept != "roundrobin") {
+    std::fprintf(stderr, "tern-echo: --accept %s: expected reuseport or roundrobin\n",
+                 config.accept.c_str());
+    return 2;
+  }
+  std::string why;
+  tern::Result<tern::net::Address> address = tern::net::Address::parse(
+      config.host.find(':') != std::string::npos ? "[" + config.host + "]:" + std::to_string(config.port)
+                                                 : config.host + ":" + std::to_string(config.port),
+      &why);
+  if (!address) {
+    std::fprintf(stderr, "tern-echo: %s\n", why.c_str());
+    return 2;
+  }
+  if (config.buf < 64) config.buf = 64;
+
+  // Signals go to the signalfd fiber, not to a random thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  tern::Runtime runtime({.workers = config.threads, .make_parker = tern::io::reactors(*backend)});
+  return runtime.run([&]() -> int {
+    tern::net::ServerOptions options;
+    options.accept_mode = config.accept == "roundrobin" ? tern::net::AcceptMode::round_robin
+                                                         : tern::net::AcceptMode::reuse_port;
+    options.max_connections = config.max_connections;
+    tern::net::TcpServer server(options, [&config](tern::net::TcpStream& stream) {
+      (void)stream.set_nodelay();
+      if (config.mode == "echo") {
+        echo_stream(stream, config.buf);
+      } else if (config.mode == "discard") {
+        discard_stream(stream, config.buf);
+      } else if (config.mode == "frame16") {
+        frame16_stream(stream, config.buf, config.max_payload);
+      } else {
+        std::array<std::byte, 4> length;
+        std::vector<std::byte> payload;
+        while (stream.read_exact(length)) {
+          const std::uint64_t size = tern::net::load_big_endian(length.data(), 4);
+          if (size > config.max_payload) return;
+          payload.resize(size);
+          if (!stream.read_exact(payload) || !stream.write_all(length)) return;
+        }
+      }
+    });
+    tern::Result<tern::net::Address> bound = server.start(*address);
+    if (!bound) {
+      std::fprintf(stderr, "tern-echo: cannot listen on %s: %s\n", address->to_string().c_str(),
+                   bound.error().message().c_str());
+      return 1;
+    }
+    std::printf("tern-echo: listening on %s (%zu workers, %s, %s, mode %s)\n",
+                bound->to_string().c_str(), tern::this_worker::count(),
+                std::string(tern::io::to_string(tern::io::current_backend())).c_str(),
+                config.accept.c_str(), config.mode.c_str());
+    std::fflush(stdout);
+    if (config.duration > 0) {
+      tern::Fiber watcher = tern::spawn([] { wait_for_signal(); });
+      (void)tern::this_fiber::sleep_for(std::chrono::duration<double>(config.duration));
+      watcher.interrupt();
+      watcher.join();
+    } else {
+      wait_for_signal();
+    }
+    const std::size_t cut = server.stop(tern::deadline_after(1s));
+    const tern::net::ServerStats stats = server.stats();
+    std::printf("tern-echo: stopped; %llu connections served, %llu rejected, %zu cut at shutdown\n",
+                static_cast<unsigned long long>(stats.accepted),
+                static_cast<unsigned long long>(stats.rejected), cut);
+    return 0;
+  });
+}
