@@ -1,0 +1,244 @@
+// TcpServer over real loopback connections, under the backend named by TERN_IO: both accept
+// modes, 10,000 concurrent echoing connections, max_connections, idle timeout, graceful stop.
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "tern/fiber/event.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+#include "tern/fiber/wait_group.h"
+#include "tern/io/offload.h"
+#include "tern/net/tcp_server.h"
+#include "test_scale.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using tern::net::Address;
+using tern::net::TcpServer;
+using tern::net::TcpStream;
+
+// Echoes until the peer closes or the stream fails.
+void echo(TcpStream& stream) {
+  std::array<std::byte, 4096> buf;
+  for (;;) {
+    tern::Result<std::size_t> n = stream.read(buf);
+    if (!n || *n == 0) return;
+    if (!stream.write_all(std::span(buf).first(*n))) return;
+  }
+}
+
+// Connects, sends `message`, reads the echo; returns whether it matched.
+bool round_trip(const Address& server, const std::string& message) {
+  const tern::Deadline deadline = tern::deadline_after(60s);
+  tern::Result<TcpStream> stream = TcpStream::connect(server, deadline);
+  if (!stream) return false;
+  std::string reply(message.size(), '\0');
+  return stream->write_all(std::as_bytes(std::span(message)), deadline) &&
+         stream->read_exact(std::as_writable_bytes(std::span(reply)), deadline) &&
+         reply == message;
+}
+
+// Runs the echo_clients helper process against port with n connections; returns its exit
+// status (0: every connection was open at once and echoed). Worker fibers only.
+int run_echo_clients(std::uint16_t port, int n) {
+  return tern::io::offload([&] {
+    const std::string port_text = std::to_string(port);
+    const std::string count_text = std::to_string(n);
+    char* argv[] = {const_cast<char*>(TERN_ECHO_CLIENTS), const_cast<char*>(port_text.c_str()),
+                    const_cast<char*>(count_text.c_str()), nullptr};
+    pid_t child = 0;
+    if (::posix_spawn(&child, TERN_ECHO_CLIENTS, nullptr, nullptr, argv, environ) != 0) return -1;
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  });
+}
+
+class TcpServerTest : public testing::TestWithParam<tern::net::AcceptMode> {};
+
+TEST_P(TcpServerTest, ServesClientsOnEveryWorker) {
+  tern::Runtime runtime({.workers = 2});
+  runtime.run([&] {
+    std::atomic<int> on_worker[2] = {0, 0};
+    TcpServer server({.accept_mode = GetParam()}, [&](TcpStream& stream) {
+      on_worker[tern::this_worker::index()]++;
+      echo(stream);
+    });
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    ASSERT_TRUE(bound) << bound.error().message();
+    EXPECT_NE(bound->port(), 0);
+    const int clients = tern_test::scaled(200);
+    std::atomic<int> ok{0};
+    tern::WaitGroup done;
+    done.add(static_cast<std::size_t>(clients));
+    for (int i = 0; i < clients; ++i) {
+      (void)tern::post(static_cast<std::size_t>(i % 2), [&, i] {
+        if (round_trip(*bound, "client " + std::to_string(i))) ok++;
+        done.done();
+      });
+    }
+    ASSERT_TRUE(done.wait_for(120s));
+    EXPECT_EQ(ok.load(), clients);
+    EXPECT_EQ(server.stop(tern::deadline_after(10s)), 0u);
+    EXPECT_EQ(server.stats().accepted, static_cast<std::uint64_t>(clients));
+    EXPECT_EQ(server.stats().open, 0u);
+    if (GetParam() == tern::net::AcceptMode::round_robin) {
+      EXPECT_GT(on_worker[0].load(), 0);
+      EXPECT_GT(on_worker[1].load(), 0) << "round robin hands connections to every worker";
+    }
+  });
+}
+
+TEST_P(TcpServerTest, TenThousandConcurrentConnectionsEcho) {
+  // The clients run in a helper process: 10,000 client and 10,000 server descriptors do not fit
+  // one process's limit on this machine.
+  rlimit limit = {};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = limit.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  const int connections = tern_test::scaled(10000);
+  ASSERT_GE(limit.rlim_cur, static_cast<rlim_t>(connections + 100));
+  tern::Runtime runtime({.workers = 2});
+  runtime.run([&] {
+    std::atomic<int> peak{0};
+    std::atomic<int> open{0};
+    TcpServer server({.accept_mode = GetParam(), .listen = {.backlog = 4096}},
+                     [&](TcpStream& stream) {
+                       const int now = ++open;
+                       for (int seen = peak.load(); now > seen && !peak.compare_exchange_weak(seen, now);) {
+                       }
+                       echo(stream);
+                       --open;
+                     });
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    ASSERT_TRUE(bound) << bound.error().message();
+    EXPECT_EQ(run_echo_clients(bound->port(), connections), 0);
+    EXPECT_EQ(peak.load(), connections) << "all connections were open at once";
+    server.stop(tern::deadline_after(10s));
+    EXPECT_EQ(server.stats().accepted, static_cast<std::uint64_t>(connections));
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(AcceptModes, TcpServerTest,
+                         testing::Values(tern::net::AcceptMode::reuse_port,
+                                         tern::net::AcceptMode::round_robin),
+                         [](const auto& info) {
+                           return info.param == tern::net::AcceptMode::reuse_port ? "ReusePort"
+                                                                                  : "RoundRobin";
+                         });
+
+TEST(TcpServer, ConnectionsBeyondTheLimitGetACleanClose) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    tern::Event release;
+    tern::WaitGroup inside;
+    inside.add(2);
+    TcpServer server({.max_connections = 2}, [&](TcpStream& stream) {
+      inside.done();
+      (void)release.wait_for(60s);
+      echo(stream);
+    });
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    ASSERT_TRUE(bound);
+    std::vector<TcpStream> held;
+    for (int i = 0; i < 2; ++i) held.push_back(*TcpStream::connect(*bound));
+    ASSERT_TRUE(inside.wait_for(30s));
+    // The third connection is accepted by the kernel, then closed by the server.
+    tern::Result<TcpStream> extra = TcpStream::connect(*bound, tern::deadline_after(30s));
+    ASSERT_TRUE(extra);
+    std::array<std::byte, 8> buf;
+    tern::Result<std::size_t> n = extra->read(buf, tern::deadline_after(30s));
+    EXPECT_TRUE(!n ? n.error() == std::errc::connection_reset : *n == 0)
+        << "expected end of stream or reset";
+    release.set();
+    for (TcpStream& s : held) {
+      const std::string ping = "ping";
+      std::string pong(4, '\0');
+      EXPECT_TRUE(s.write_all(std::as_bytes(std::span(ping))));
+      EXPECT_TRUE(s.read_exact(std::as_writable_bytes(std::span(pong))));
+      EXPECT_EQ(pong, ping) << "existing clients keep being served";
+    }
+    held.clear();
+    server.stop(tern::deadline_after(10s));
+    EXPECT_EQ(server.stats().rejected, 1u);
+    EXPECT_EQ(server.stats().accepted, 2u);
+  });
+}
+
+TEST(TcpServer, IdleConnectionsTimeOut) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    std::error_code seen;
+    tern::Event ended;
+    TcpServer server({.idle_timeout = 50ms}, [&](TcpStream& stream) {
+      std::array<std::byte, 8> buf;
+      tern::Result<std::size_t> n = stream.read(buf);
+      seen = n ? std::error_code() : n.error();
+      ended.set();
+    });
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    ASSERT_TRUE(bound);
+    const auto start = tern::Clock::now();
+    tern::Result<TcpStream> idle = TcpStream::connect(*bound);
+    ASSERT_TRUE(idle);
+    ASSERT_TRUE(ended.wait_for(30s));
+    EXPECT_EQ(seen, std::errc::timed_out);
+    EXPECT_GE(tern::Clock::now() - start, 50ms);
+    std::array<std::byte, 8> buf;
+    tern::Result<std::size_t> n = idle->read(buf, tern::deadline_after(30s));
+    EXPECT_TRUE(n && *n == 0) << "the server closed the idle connection";
+    server.stop(tern::deadline_after(10s));
+  });
+}
+
+TEST(TcpServer, GracefulStopLetsHandlersFinishThenCutsTheRest) {
+  tern::Runtime runtime({.workers = 2});
+  runtime.run([] {
+    std::atomic<int> finished_normally{0};
+    std::atomic<int> saw_cut{0};
+    tern::WaitGroup started;
+    started.add(4);
+    TcpServer server({}, [&](TcpStream& stream) {
+      started.done();
+      std::array<std::byte, 8> buf;
+      tern::Result<std::size_t> n = stream.read(buf);  // a request arrives, or the cut
+      if (n && *n > 0) {
+        (void)stream.write_all(std::span(buf).first(*n));
+        finished_normally++;
+      } else {
+        saw_cut++;
+      }
+    });
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    ASSERT_TRUE(bound);
+    std::vector<TcpStream> clients;
+    for (int i = 0; i < 4; ++i) clients.push_back(*TcpStream::connect(*bound));
+    ASSERT_TRUE(started.wait_for(30s));
+    // Two clients send during the grace period; two stay silent and get cut.
+    tern::Fiber senders = tern::spawn([&] {
+      for (int i = 0; i < 2; ++i) {
+        const std::string ask = "go";
+        std::string answer(2, '\0');
+        EXPECT_TRUE(clients[i].write_all(std::as_bytes(std::span(ask))));
+        EXPECT_TRUE(clients[i].read_exact(std::as_writable_bytes(std::span(answer))));
+      }
+    });
+    const std::size_t cut = server.stop(tern::deadline_after(300ms));
+    senders.join();
+    EXPECT_EQ(cut, 2u);
+    EXPECT_EQ(finished_normally.load(), 2);
+    EXPECT_EQ(saw_cut.load(), 2);
+    EXPECT_FALSE(TcpStream::connect(*bound, tern::deadline_after(5s)))
+        << "the listener is closed after stop";
+  });
+}
+
+}  // namespace
