@@ -274,8 +274,12 @@ void Scheduler::make_ready(FiberControl* fiber) noexcept {
     push_ready(fiber);
     return;
   }
+  // The woken fiber may run, finish and let this worker shut down as soon as it is queued:
+  // counting this waker as a poster keeps the scheduler alive until unpark() is done.
+  posters_.fetch_add(1, std::memory_order_seq_cst);
   remote_fibers_.push(&fiber->remote_hook);
   wake_parker();
+  posters_.fetch_sub(1, std::memory_order_release);
 }
 
 void Scheduler::wake_parker() noexcept {

@@ -109,7 +109,7 @@ class Scheduler {
   std::atomic<std::uint64_t> wake_sync_{0};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> closed_{false};
-  std::atomic<std::uint32_t> posters_{0};
+  std::atomic<std::uint32_t> posters_{0};  // other threads inside post() or make_ready()
 };
 
 }  // namespace tern::detail

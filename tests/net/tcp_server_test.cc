@@ -108,20 +108,21 @@ TEST_P(TcpServerTest, TenThousandConcurrentConnectionsEcho) {
   ASSERT_GE(limit.rlim_cur, static_cast<rlim_t>(connections + 100));
   tern::Runtime runtime({.workers = 2});
   runtime.run([&] {
-    std::atomic<int> peak{0};
-    std::atomic<int> open{0};
+    // Each handler waits until every connection has a running handler, then echoes: all
+    // `connections` are open in the server at once.
+    std::atomic<int> running{0};
+    std::atomic<int> waited_for_all{0};
+    tern::Event all_running;
     TcpServer server({.accept_mode = GetParam(), .listen = {.backlog = 4096}},
                      [&](TcpStream& stream) {
-                       const int now = ++open;
-                       for (int seen = peak.load(); now > seen && !peak.compare_exchange_weak(seen, now);) {
-                       }
+                       if (++running == connections) all_running.set();
+                       if (all_running.wait_for(120s)) waited_for_all++;
                        echo(stream);
-                       --open;
                      });
     tern::Result<Address> bound = server.start(Address::loopback(0));
     ASSERT_TRUE(bound) << bound.error().message();
     EXPECT_EQ(run_echo_clients(bound->port(), connections), 0);
-    EXPECT_EQ(peak.load(), connections) << "all connections were open at once";
+    EXPECT_EQ(waited_for_all.load(), connections) << "all connections were open at once";
     server.stop(tern::deadline_after(10s));
     EXPECT_EQ(server.stats().accepted, static_cast<std::uint64_t>(connections));
   });
