@@ -138,7 +138,11 @@ int main(int argc, char** argv) {
   app.add_option("--duration", config.duration, "stop after this many seconds (0: run until a signal)");
   app.add_option("--max-payload", config.max_payload, "largest frame16/ttcp payload accepted")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help exits 0; a bad command line exits 2
+  }
   if (config.discard) config.mode = "discard";
 
   tern::Result<tern::io::BackendChoice> backend = tern::io::parse_backend(config.io);
