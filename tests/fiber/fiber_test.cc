@@ -172,6 +172,44 @@ TEST(Sleep, ManySleepersWithTheSameDeadlineAllWake) {
   });
 }
 
+TEST(Sleep, HundredThousandPendingTimersFireInOrderAndNeverEarly) {
+  on_one_worker([] {
+    const int count = tern_test::scaled(100000);
+    int woke = 0;
+    int early = 0;
+    int slept = 0;
+    int out_of_order = 0;
+    tern::Deadline last_fired{};
+    tern::Deadline base{};  // set once every fiber exists; they first run after that
+    std::vector<tern::Fiber> fibers;
+    fibers.reserve(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+      // Deadlines spread over 200 ms in a scrambled order.
+      const auto offset = std::chrono::microseconds((i * 7919) % 200000);
+      fibers.push_back(tern::spawn(
+          [&, offset] {
+            const auto deadline = base + offset;
+            const bool pending = tern::Clock::now() < deadline;
+            ASSERT_TRUE(tern::this_fiber::sleep_until(deadline));
+            if (tern::Clock::now() < deadline) ++early;
+            if (pending) {  // it really waited for its timer
+              ++slept;
+              if (deadline < last_fired) ++out_of_order;
+              last_fired = deadline;
+            }
+            ++woke;
+          },
+          {.stack_size = 16 * 1024}));
+    }
+    base = tern::Clock::now() + 500ms;
+    for (tern::Fiber& f : fibers) f.join();
+    EXPECT_EQ(woke, count);
+    EXPECT_EQ(early, 0);
+    EXPECT_GT(slept, count / 2) << "most fibers had a pending timer";
+    EXPECT_EQ(out_of_order, 0) << "pending timers fire in deadline order";
+  });
+}
+
 TEST(Interrupt, CancelsASleepOnce) {
   on_one_worker([] {
     std::error_code first;
