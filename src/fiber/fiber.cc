@@ -52,6 +52,8 @@ std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible) 
   return self->scheduler->wait(self, deadline, interruptible);
 }
 
+void keep_interrupt(FiberControl* self) noexcept { self->interrupt_requested = true; }
+
 std::error_code wait_in(SpinLock& guard, WaitList& queue, Waiter& waiter, Deadline deadline,
                         bool interruptible) {
   if (waiter.fiber == nullptr) waiter.fiber = current_fiber("a blocking tern call");

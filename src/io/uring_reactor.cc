@@ -169,9 +169,12 @@ class UringReactor final : public Reactor {
       tern::detail::begin_wait(op.waiter.fiber);
       tern::detail::wait(op.waiter.fiber, kNoDeadline, false);
     }
-    if (op.result >= 0) return op.result;
     if (op.result == -ECANCELED)
       return fail(woken ? woken : std::make_error_code(std::errc::operation_canceled));
+    // An interrupt ended the wait but the operation finished first: report what it did, and
+    // keep the interrupt for the fiber's next wait instead of losing it.
+    if (woken == std::errc::operation_canceled) tern::detail::keep_interrupt(op.waiter.fiber);
+    if (op.result >= 0) return op.result;
     return fail(errno_code(-op.result));
   }
 

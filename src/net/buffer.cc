@@ -2,6 +2,7 @@
 
 #include <sys/uio.h>
 
+#include "tern/base/assert.h"
 #include "tern/net/tcp_stream.h"
 
 namespace tern::net {
@@ -54,6 +55,9 @@ void store_big_endian(std::byte* at, std::size_t width, std::uint64_t value) noe
 
 Result<std::optional<Frame>> parse_frame(std::span<const std::byte> bytes,
                                          const FrameFormat& format) {
+  TERN_ASSERT(format.length_width >= 1 && format.length_width <= 8 &&
+                  format.length_offset + format.length_width <= format.header_size,
+              "tern::net::parse_frame: the length field must be 1 to 8 bytes within the header");
   if (bytes.size() < format.header_size) return std::optional<Frame>();
   const std::uint64_t body =
       load_big_endian(bytes.data() + format.length_offset, format.length_width);

@@ -48,6 +48,11 @@ void wake(Waiter& w) noexcept;
 // Worker fibers only; no lock may be held.
 std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible);
 
+// Leaves an interrupt pending again after wait() returned operation_canceled for it but the
+// caller reports something else (an I/O operation that completed anyway): the fiber's next
+// interruptible wait sees it. Owner worker only.
+void keep_interrupt(FiberControl* self) noexcept;
+
 // The common case of all of the above for the current fiber: with `guard` held, queues a
 // waiter for it in `queue`, drops `guard`, waits, and on a deadline or interrupt withdraws the
 // waiter again. Returns the wait's result; waiter.fired tells whether a waker claimed it.
