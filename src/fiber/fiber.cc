@@ -69,6 +69,12 @@ std::error_code wait_in(SpinLock& guard, WaitList& queue, Waiter& waiter, Deadli
   return result;
 }
 
+std::error_code wait_for_waker(SpinLock& guard, WaitList& queue, Deadline deadline) {
+  Waiter waiter;
+  const std::error_code result = wait_in(guard, queue, waiter, deadline, true);
+  return waiter.fired ? std::error_code() : result;
+}
+
 FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
                        std::size_t entry_align) {
   return current_scheduler_or_die("tern::spawn")->create_fiber(options, entry_size, entry_align);

@@ -11,10 +11,9 @@ Result<void> Semaphore::acquire_until(Deadline deadline) {
     guard_.unlock();
     return {};
   }
-  detail::Waiter waiter;
-  const std::error_code result = detail::wait_in(guard_, waiters_, waiter, deadline, true);
-  if (waiter.fired) return {};  // release() handed a permit over
-  return fail(result);
+  // A waker (set/done/release) claims this fiber only once it has handed over what it waits for.
+  if (const std::error_code result = detail::wait_for_waker(guard_, waiters_, deadline)) return fail(result);
+  return {};
 }
 
 bool Semaphore::try_acquire() noexcept {

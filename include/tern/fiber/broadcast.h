@@ -110,9 +110,8 @@ class Broadcast {
         guard_.unlock();
         return closed_ ? fail(Errc::closed) : fail(std::errc::resource_unavailable_try_again);
       }
-      detail::Waiter waiter;
-      const std::error_code result = detail::wait_in(guard_, waiters_, waiter, deadline, true);
-      if (!waiter.fired) return fail(result);
+      if (const std::error_code result = detail::wait_for_waker(guard_, waiters_, deadline))
+        return fail(result);
     }
   }
 

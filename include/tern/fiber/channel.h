@@ -129,6 +129,24 @@ class Channel {
     if (sender_to_wake != nullptr) buffer_.push_back(std::move(*static_cast<T*>(sender_to_wake->slot)));
     return true;
   }
+  // With the lock held: unless the channel is closed, hands value to a waiting receiver or
+  // buffers it, drops the lock and returns true; returns false (lock still held) when closed
+  // or full.
+  bool offer_locked(T& value) {
+    if (closed_) return false;
+    if (detail::Waiter* receiver = detail::claim_first(receivers_)) {
+      static_cast<std::optional<T>*>(receiver->slot)->emplace(std::move(value));
+      guard_.unlock();
+      detail::wake(*receiver);
+      return true;
+    }
+    if (buffer_.size() < capacity_) {
+      buffer_.push_back(std::move(value));
+      guard_.unlock();
+      return true;
+    }
+    return false;
+  }
   // Whether a receive can never succeed again. Lock held.
   bool drained_locked() const { return closed_ && buffer_.empty(); }
 
@@ -144,20 +162,10 @@ template <typename T>
 Result<void> Channel<T>::send_until(T value, Deadline deadline) {
   for (;;) {
     guard_.lock();
+    if (offer_locked(value)) return {};  // offer_locked dropped the lock
     if (closed_) {
       guard_.unlock();
       return fail(Errc::closed);
-    }
-    if (detail::Waiter* receiver = detail::claim_first(receivers_)) {
-      static_cast<std::optional<T>*>(receiver->slot)->emplace(std::move(value));
-      guard_.unlock();
-      detail::wake(*receiver);
-      return {};
-    }
-    if (buffer_.size() < capacity_) {
-      buffer_.push_back(std::move(value));
-      guard_.unlock();
-      return {};
     }
     detail::Waiter waiter;
     waiter.slot = &value;
@@ -170,23 +178,10 @@ Result<void> Channel<T>::send_until(T value, Deadline deadline) {
 template <typename T>
 Result<void> Channel<T>::try_send(T&& value) {
   guard_.lock();
-  if (closed_) {
-    guard_.unlock();
-    return fail(Errc::closed);
-  }
-  if (detail::Waiter* receiver = detail::claim_first(receivers_)) {
-    static_cast<std::optional<T>*>(receiver->slot)->emplace(std::move(value));
-    guard_.unlock();
-    detail::wake(*receiver);
-    return {};
-  }
-  if (buffer_.size() < capacity_) {
-    buffer_.push_back(std::move(value));
-    guard_.unlock();
-    return {};
-  }
+  if (offer_locked(value)) return {};
+  const bool closed = closed_;
   guard_.unlock();
-  return fail(std::errc::resource_unavailable_try_again);
+  return closed ? fail(Errc::closed) : fail(std::errc::resource_unavailable_try_again);
 }
 
 template <typename T>

@@ -2,13 +2,12 @@
 
 #include <chrono>
 #include <cstddef>
-#include <exception>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <type_traits>
 #include <utility>
 
+#include "tern/base/outcome.h"
 #include "tern/base/result.h"
 #include "tern/fiber/park.h"
 
@@ -64,29 +63,9 @@ class Runtime {
 
 template <typename Fn>
 std::invoke_result_t<Fn&> Runtime::run(Fn&& fn) {
-  using R = std::invoke_result_t<Fn&>;
-  std::exception_ptr error;
-  if constexpr (std::is_void_v<R>) {
-    run_erased([&] {
-      try {
-        fn();
-      } catch (...) {
-        error = std::current_exception();
-      }
-    });
-    if (error) std::rethrow_exception(error);
-  } else {
-    std::optional<R> result;
-    run_erased([&] {
-      try {
-        result.emplace(fn());
-      } catch (...) {
-        error = std::current_exception();
-      }
-    });
-    if (error) std::rethrow_exception(error);
-    return std::move(*result);
-  }
+  detail::Outcome<std::invoke_result_t<Fn&>> outcome;
+  run_erased([&] { detail::capture(outcome, fn); });
+  return outcome.get();
 }
 
 // Runs fn in a new fiber on worker `worker` of the current runtime. Worker threads only.

@@ -1,11 +1,11 @@
 #pragma once
 
 #include <cstddef>
-#include <exception>
 #include <functional>
-#include <optional>
 #include <type_traits>
 #include <utility>
+
+#include "tern/base/outcome.h"
 
 namespace tern::io {
 
@@ -20,29 +20,9 @@ void offload_erased(std::move_only_function<void()> job);
 // Worker fibers only.
 template <typename Fn>
 std::invoke_result_t<Fn&> offload(Fn&& fn) {
-  using R = std::invoke_result_t<Fn&>;
-  std::exception_ptr error;
-  if constexpr (std::is_void_v<R>) {
-    detail::offload_erased([&] {
-      try {
-        fn();
-      } catch (...) {
-        error = std::current_exception();
-      }
-    });
-    if (error) std::rethrow_exception(error);
-  } else {
-    std::optional<R> result;
-    detail::offload_erased([&] {
-      try {
-        result.emplace(fn());
-      } catch (...) {
-        error = std::current_exception();
-      }
-    });
-    if (error) std::rethrow_exception(error);
-    return std::move(*result);
-  }
+  tern::detail::Outcome<std::invoke_result_t<Fn&>> outcome;
+  detail::offload_erased([&] { tern::detail::capture(outcome, fn); });
+  return outcome.get();
 }
 
 // Sets how many threads the offload pool may start (default: 4, or the CPU count if larger).

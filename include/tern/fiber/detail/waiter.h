@@ -60,6 +60,10 @@ void keep_interrupt(FiberControl* self) noexcept;
 std::error_code wait_in(SpinLock& guard, WaitList& queue, Waiter& waiter, Deadline deadline,
                         bool interruptible);
 
+// wait_in for primitives whose wakers hand over nothing: {} when a waker claimed the fiber,
+// else the error that ended the wait. `guard` is held on entry and not on return.
+std::error_code wait_for_waker(SpinLock& guard, WaitList& queue, Deadline deadline);
+
 // Pops waiters until one can be claimed and returns it (nullptr if none). Lock held.
 inline Waiter* claim_first(WaitList& queue) noexcept {
   while (Waiter* w = queue.pop_front())
