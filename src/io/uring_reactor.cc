@@ -1,12 +1,16 @@
 // The io_uring backend: each operation is a submission whose completion wakes the fiber.
 // Submissions are batched and flushed each time the worker's loop runs (poll) or sleeps (park).
+// A listener gets one multishot accept (one completion per connection) where the kernel has it.
 #include <liburing.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <deque>
 #include <memory>
+#include <unordered_map>
+#include <vector>
 
 #include "reactor.h"
 #include "tern/fiber/detail/waiter.h"
@@ -26,11 +30,26 @@ struct UringOp {
   bool done = false;
 };
 
+// A listening socket's multishot accept: one submission that yields a completion per
+// connection. Connections accepted before anyone asks wait in `ready`.
+struct AcceptStream {
+  int listener = -1;
+  bool armed = false;   // the multishot submission is in flight
+  bool closed = false;  // the listener was closed; freed at its last completion
+  std::deque<int> ready;  // accepted descriptors, or -errno
+  tern::detail::WaitList waiters;
+};
+
+constexpr std::uint64_t kAcceptStreamBit = 2;  // tags of AcceptStream completions (pointer | 2)
+
 class UringReactor final : public Reactor {
  public:
   UringReactor(const io_uring& ring, int wake_fd)
       : Reactor(Backend::uring), ring_(ring), wake_(wake_fd) {}
   ~UringReactor() override {
+    for (auto& [fd, stream] : accept_streams_)
+      for (int accepted : stream->ready)
+        if (accepted >= 0) ::close(accepted);
     io_uring_queue_exit(&ring_);
     ::close(wake_);
   }
@@ -98,11 +117,29 @@ class UringReactor final : public Reactor {
     });
   }
   Result<int> accept(int fd, sockaddr* peer, socklen_t* length, Deadline deadline) override {
-    Result<std::size_t> accepted = bytes(fd, false, deadline, [&](io_uring_sqe* sqe) {
-      io_uring_prep_accept(sqe, fd, peer, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    });
-    if (!accepted) return fail(accepted.error());
-    return static_cast<int>(*accepted);
+    if (!multishot_accept_) return accept_once(fd, peer, length, deadline);
+    AcceptStream& stream = accept_stream(fd);
+    for (;;) {
+      if (!stream.ready.empty()) {
+        const int accepted = stream.ready.front();
+        stream.ready.pop_front();
+        if (accepted < 0) return fail(errno_code(-accepted));
+        if (peer != nullptr && ::getpeername(accepted, peer, length) != 0) *length = 0;
+        return accepted;
+      }
+      if (!multishot_accept_) return accept_once(fd, peer, length, deadline);
+      if (!stream.armed) arm_accept(stream);
+      tern::detail::Waiter waiter;
+      waiter.fiber = tern::detail::current_fiber("tern::io::accept");
+      tern::detail::begin_wait(waiter.fiber);
+      stream.waiters.push_back(waiter);
+      const std::error_code result = tern::detail::wait(waiter.fiber, deadline, true);
+      if (!waiter.fired) {
+        tern::detail::withdraw(stream.waiters, waiter);
+        return fail(result);
+      }
+      if (waiter.closed) return fail(std::errc::operation_canceled);
+    }
   }
   Result<void> connect(int fd, const sockaddr* address, socklen_t length,
                        Deadline deadline) override {
@@ -130,6 +167,10 @@ class UringReactor final : public Reactor {
   }
   void close(int fd) noexcept override {
     if (fd < 0) return;
+    if (auto found = accept_streams_.find(fd); found != accept_streams_.end()) {
+      retire(std::move(found->second));
+      accept_streams_.erase(found);
+    }
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
     io_uring_sqe_set_data64(sqe, kIgnoredTag);
@@ -138,6 +179,61 @@ class UringReactor final : public Reactor {
   }
 
  private:
+  Result<int> accept_once(int fd, sockaddr* peer, socklen_t* length, Deadline deadline) {
+    Result<std::size_t> accepted = bytes(fd, false, deadline, [&](io_uring_sqe* sqe) {
+      io_uring_prep_accept(sqe, fd, peer, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    });
+    if (!accepted) return fail(accepted.error());
+    return static_cast<int>(*accepted);
+  }
+
+  AcceptStream& accept_stream(int fd) {
+    std::unique_ptr<AcceptStream>& slot = accept_streams_[fd];
+    if (!slot) {
+      slot = std::make_unique<AcceptStream>();
+      slot->listener = fd;
+    }
+    return *slot;
+  }
+
+  void arm_accept(AcceptStream& stream) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_multishot_accept(sqe, stream.listener, nullptr, nullptr,
+                                   SOCK_NONBLOCK | SOCK_CLOEXEC);
+    io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(&stream) | kAcceptStreamBit);
+    stream.armed = true;
+  }
+
+  // Wakes the fibers waiting on a closed listener and frees its stream once the kernel is done
+  // with it (its last completion), closing connections it accepted that nobody took.
+  void retire(std::unique_ptr<AcceptStream> stream) {
+    stream->closed = true;
+    tern::detail::WaitList claimed;
+    tern::detail::claim_all(stream->waiters, claimed);
+    tern::detail::wake_all(claimed, true);
+    for (int accepted : stream->ready)
+      if (accepted >= 0) ::close(accepted);
+    stream->ready.clear();
+    if (stream->armed) retiring_.push_back(std::move(stream));
+  }
+
+  void on_accept(AcceptStream* stream, const io_uring_cqe* cqe) {
+    const bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
+    if (!more) stream->armed = false;
+    if (stream->closed) {
+      if (cqe->res >= 0) ::close(cqe->res);
+      if (!more) std::erase_if(retiring_, [stream](const auto& s) { return s.get() == stream; });
+      return;
+    }
+    if (cqe->res == -EINVAL && !more) {
+      multishot_accept_ = false;  // an older kernel: fall back to one accept per call
+    } else if (cqe->res != -ECANCELED) {
+      stream->ready.push_back(cqe->res);
+    }
+    if (tern::detail::Waiter* waiter = tern::detail::claim_first(stream->waiters))
+      tern::detail::wake(*waiter);
+  }
+
   // Runs one operation; on EAGAIN (a non-blocking fd the kernel did not poll for us) waits for
   // readiness and submits it again.
   template <typename Prep>
@@ -208,6 +304,10 @@ class UringReactor final : public Reactor {
         if ((cqe->flags & IORING_CQE_F_MORE) == 0) wake_armed_ = false;
         continue;
       }
+      if ((tag & kAcceptStreamBit) != 0) {
+        on_accept(reinterpret_cast<AcceptStream*>(tag & ~kAcceptStreamBit), cqe);
+        continue;
+      }
       auto* op = reinterpret_cast<UringOp*>(static_cast<std::uintptr_t>(tag));
       op->result = cqe->res;
       op->done = true;
@@ -219,6 +319,9 @@ class UringReactor final : public Reactor {
   io_uring ring_;
   int wake_;
   bool wake_armed_ = false;
+  bool multishot_accept_ = true;
+  std::unordered_map<int, std::unique_ptr<AcceptStream>> accept_streams_;
+  std::vector<std::unique_ptr<AcceptStream>> retiring_;
 };
 
 // Sets up a ring, asking for the cheapest completion mode the kernel offers.
