@@ -2,7 +2,8 @@
 #   make test           configure, build and run the test suite (Debug, debug checks on)
 #   make asan           the same suite under AddressSanitizer + UBSan (built with clang 19)
 #   make tsan           the same suite under ThreadSanitizer
-#   make bench          build in release mode and run the benchmarks
+#   make bench          build in release mode and run the benchmarks (micro, then I/O:
+#                       bench/suite/io.sh; IO_SECONDS=1 shortens it)
 #   make format         reformat the sources; make format-check only checks
 #   make cross-aarch64  cross-build the aarch64 context switch and run its test under qemu
 
@@ -38,6 +39,7 @@ bench: setup
 	  -DTERN_BUILD_BENCH=ON
 	cmake --build build/release -j $(JOBS)
 	bash bench/micro/run.sh build/release
+	bash bench/suite/io.sh build/release
 
 format: setup
 	$(CLANG_FORMAT) -i $(SOURCES)

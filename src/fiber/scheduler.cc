@@ -74,7 +74,10 @@ void Scheduler::run() {
       report_shutdown_progress();
     }
     if (!run_queue_.empty()) {
-      parker_->poll();
+      // Right after park() the parker's events are fresh: polling again would be a wasted
+      // system call (an epoll_wait or io_uring_enter per wake-up) before any fiber has run.
+      if (!just_parked_) parker_->poll();
+      just_parked_ = false;
       switch_to(run_queue_.pop_front());
       continue;
     }
@@ -87,6 +90,7 @@ void Scheduler::run() {
     Deadline deadline = timers_.empty() ? kNoDeadline : timers_.earliest();
     if (stop_seen_) deadline = std::min(deadline, next_shutdown_report_);
     parker_->park(deadline);
+    just_parked_ = true;
     sleeping_.store(false, std::memory_order_relaxed);
   }
   current_scheduler = nullptr;

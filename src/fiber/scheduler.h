@@ -104,6 +104,7 @@ class Scheduler {
   std::uint64_t next_id_ = 0;
   std::uint64_t last_id_ = 0;
   bool stop_seen_ = false;
+  bool just_parked_ = false;  // park() returned and no fiber has run since
   Deadline next_shutdown_report_{};
   std::atomic<bool> sleeping_{false};
   std::atomic<std::uint64_t> wake_sync_{0};

@@ -18,8 +18,9 @@ class Parker {
   virtual void park(Deadline deadline) = 0;
   // Makes the current or the next park() return promptly. Any thread.
   virtual void unpark() noexcept = 0;
-  // Called each time the worker's loop runs while fibers are ready: a chance to submit batched
-  // work and collect finished work without blocking. Keep it cheap. Worker thread only.
+  // Called each time the worker's loop runs while fibers are ready, except right after park()
+  // returned (no fiber has run since): a chance to submit batched work and collect finished
+  // work without blocking. Keep it cheap. Worker thread only.
   virtual void poll() {}
 };
 
