@@ -83,11 +83,7 @@ class EpollReactor final : public Reactor {
     if (::connect(fd, address, length) == 0) return {};
     if (errno != EINPROGRESS && errno != EINTR) return fail(errno_code(errno));
     if (Result<void> ready = wait_ready(fd, true, deadline); !ready) return ready;
-    int error = 0;
-    socklen_t size = sizeof error;
-    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return fail(errno_code(errno));
-    if (error != 0) return fail(errno_code(error));
-    return {};
+    return connect_outcome(fd);
   }
 
   Result<void> wait_ready(int fd, bool writable, Deadline deadline) override {

@@ -2,6 +2,7 @@
 // program that links tern::io.
 #include "reactor.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -25,6 +26,14 @@ Reactor::Reactor(Backend backend) noexcept : backend_(backend), previous_(curren
 
 Reactor::~Reactor() {
   if (current_reactor == this) current_reactor = previous_;
+}
+
+Result<void> connect_outcome(int fd) noexcept {
+  int error = 0;
+  socklen_t size = sizeof error;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return fail(errno_code(errno));
+  if (error != 0) return fail(errno_code(error));
+  return {};
 }
 
 Reactor* Reactor::current() noexcept {

@@ -53,4 +53,7 @@ Result<std::unique_ptr<Reactor>> make_uring_reactor();
 // An error_code for an errno value.
 inline std::error_code errno_code(int err) noexcept { return {err, std::system_category()}; }
 
+// The outcome of a non-blocking connect on fd once it is writable (SO_ERROR). Any thread.
+Result<void> connect_outcome(int fd) noexcept;
+
 }  // namespace tern::io::detail

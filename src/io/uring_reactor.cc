@@ -75,7 +75,11 @@ class UringReactor final : public Reactor {
     reap();
   }
   void poll() override {
-    if (io_uring_sq_ready(&ring_) > 0) io_uring_submit(&ring_);
+    if (io_uring_sq_ready(&ring_) > 0) {
+      io_uring_submit(&ring_);
+    } else if ((IO_URING_READ_ONCE(*ring_.sq.kflags) & IORING_SQ_TASKRUN) != 0) {
+      io_uring_get_events(&ring_);  // completions wait for this thread to enter the kernel
+    }
     reap();
   }
   void unpark() noexcept override {
@@ -152,11 +156,7 @@ class UringReactor final : public Reactor {
         done.error() != std::errc::connection_already_in_progress)
       return fail(done.error());
     if (Result<void> ready = wait_ready(fd, true, deadline); !ready) return ready;
-    int error = 0;
-    socklen_t size = sizeof error;
-    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return fail(errno_code(errno));
-    if (error != 0) return fail(errno_code(error));
-    return {};
+    return connect_outcome(fd);
   }
   Result<void> wait_ready(int fd, bool writable, Deadline deadline) override {
     Result<int> ready = run(deadline, [&](io_uring_sqe* sqe) {
@@ -327,7 +327,10 @@ class UringReactor final : public Reactor {
 // Sets up a ring, asking for the cheapest completion mode the kernel offers.
 int init_ring(io_uring* ring) {
   io_uring_params params = {};
-  params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN;
+  // Cooperative task running: the kernel does not interrupt the worker to post completions;
+  // it raises IORING_SQ_TASKRUN and poll() enters the kernel to collect them.
+  params.flags =
+      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
   int rc = io_uring_queue_init_params(kRingEntries, ring, &params);
   if (rc == -EINVAL) {
     params = {};
