@@ -17,7 +17,10 @@ int main() {
         producers.done();
       });
     }
-    (void)tern::post(0, [&] { (void)producers.wait(); numbers.close(); });
+    (void)tern::post(0, [&] {
+      (void)producers.wait();
+      numbers.close();
+    });
     long total = 0;
     for (int n : numbers) total += n;  // receives until closed and drained
     return total;

@@ -18,8 +18,6 @@ inline constexpr int kStressDivisor = 1;
 #endif
 
 // `count` in plain builds, a twentieth of it (at least 1) under ThreadSanitizer.
-constexpr int scaled(int count) {
-  return count / kStressDivisor > 0 ? count / kStressDivisor : 1;
-}
+constexpr int scaled(int count) { return count / kStressDivisor > 0 ? count / kStressDivisor : 1; }
 
 }  // namespace tern_test

@@ -29,7 +29,7 @@ ContextHandle make_context(void* stack_base, std::size_t size, ContextEntry entr
   asm volatile("fnstcw %0" : "=m"(x87cw));
   std::memcpy(reinterpret_cast<char*>(frame), &mxcsr, sizeof mxcsr);
   std::memcpy(reinterpret_cast<char*>(frame) + 4, &x87cw, sizeof x87cw);
-  frame[5] = reinterpret_cast<std::uint64_t>(entry);                      // rbx
+  frame[5] = reinterpret_cast<std::uint64_t>(entry);                     // rbx
   frame[7] = reinterpret_cast<std::uint64_t>(&tern_context_trampoline);  // resume address
   return frame;
 #elif defined(__aarch64__)
@@ -37,7 +37,7 @@ ContextHandle make_context(void* stack_base, std::size_t size, ContextEntry entr
   std::memset(frame, 0, 176);
   std::uint64_t fpcr;
   asm volatile("mrs %0, fpcr" : "=r"(fpcr));
-  frame[0] = reinterpret_cast<std::uint64_t>(entry);                       // x19
+  frame[0] = reinterpret_cast<std::uint64_t>(entry);                      // x19
   frame[11] = reinterpret_cast<std::uint64_t>(&tern_context_trampoline);  // x30
   frame[20] = fpcr;
   return frame;

@@ -23,8 +23,8 @@ void FutexParker::park(Deadline deadline) {
         std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - seconds).count());
     timeout = &absolute;
   }
-  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&notified_), FUTEX_WAIT_BITSET_PRIVATE,
-            0u, timeout, nullptr, FUTEX_BITSET_MATCH_ANY);
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&notified_), FUTEX_WAIT_BITSET_PRIVATE, 0u,
+            timeout, nullptr, FUTEX_BITSET_MATCH_ANY);
   // A notification that arrives after the wait is kept for the next park(), which then
   // returns at once; the scheduler re-checks its queues either way.
 }

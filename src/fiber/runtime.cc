@@ -88,8 +88,8 @@ void Runtime::run_erased(std::move_only_function<void()> fn) {
   threads.reserve(count - 1);
   for (std::size_t i = 1; i < count; ++i) {
     threads.emplace_back([this, i, &constructed] {
-      state_->schedulers[i] = std::make_unique<detail::Scheduler>(
-          state_.get(), i, make_parker(state_->options(), i));
+      state_->schedulers[i] =
+          std::make_unique<detail::Scheduler>(state_.get(), i, make_parker(state_->options(), i));
       detail::Scheduler* scheduler = state_->schedulers[i].get();
       constructed.count_down();
       scheduler->run();

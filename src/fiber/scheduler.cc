@@ -102,9 +102,8 @@ FiberSlot Scheduler::create_fiber(const FiberOptions& options, std::size_t entry
   if (!stack) throw std::system_error(stack.error(), "tern::spawn: cannot map a fiber stack");
   const auto base = reinterpret_cast<std::uintptr_t>(stack->base);
   const auto top = base + stack->size;
-  const auto control_at = align_down(top - sizeof(FiberControl), alignof(FiberControl) > 64
-                                                                      ? alignof(FiberControl)
-                                                                      : 64);
+  const auto control_at = align_down(top - sizeof(FiberControl),
+                                     alignof(FiberControl) > 64 ? alignof(FiberControl) : 64);
   const auto entry_at = align_down(control_at - entry_size, std::max<std::size_t>(entry_align, 16));
   TERN_ASSERT(entry_at > base + stack->size / 2,
               "tern::spawn: the callable is larger than half the fiber's stack");
@@ -178,8 +177,7 @@ void Scheduler::finish_running() noexcept {
 void Scheduler::switch_to(FiberControl* next) noexcept {
   FiberControl* prev = running_;
   running_ = next;
-  sanitizer_before_switch(prev->sanitizer, next->sanitizer,
-                          prev->state == FiberState::finished);
+  sanitizer_before_switch(prev->sanitizer, next->sanitizer, prev->state == FiberState::finished);
   next->state = FiberState::running;
   auto* from = static_cast<FiberControl*>(switch_context(&prev->context, next->context, prev));
   sanitizer_after_switch(prev->sanitizer, from->sanitizer);
@@ -361,7 +359,8 @@ void Scheduler::report_shutdown_progress() {
   std::size_t shown = 0;
   live_.for_each([&shown](FiberControl& fiber) {
     if (shown++ < 8)
-      std::fprintf(stderr, " '%s' (id %llu)", fiber.name, static_cast<unsigned long long>(fiber.id));
+      std::fprintf(stderr, " '%s' (id %llu)", fiber.name,
+                   static_cast<unsigned long long>(fiber.id));
   });
   std::fprintf(stderr, "; a fiber that ignores operation_canceled keeps its runtime alive\n");
 }

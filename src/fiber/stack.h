@@ -9,14 +9,12 @@ namespace tern::detail {
 
 // A fiber stack: usable memory [base, base + size) above a guard region that faults on access.
 struct Stack {
-  void* mapping = nullptr;      // start of the whole mapping (the guard is at its low end)
+  void* mapping = nullptr;  // start of the whole mapping (the guard is at its low end)
   std::size_t mapping_size = 0;
-  void* base = nullptr;         // lowest usable address
-  std::size_t size = 0;         // usable bytes
+  void* base = nullptr;  // lowest usable address
+  std::size_t size = 0;  // usable bytes
   // Whether addr falls in this stack's guard region.
-  bool in_guard(const void* addr) const noexcept {
-    return addr >= mapping && addr < base;
-  }
+  bool in_guard(const void* addr) const noexcept { return addr >= mapping && addr < base; }
 };
 
 // Maps a stack of at least `size` usable bytes with a guard region below it. Memory is

@@ -48,8 +48,7 @@ void on_segv(int signal, siginfo_t* info, void* context) {
       n = append_number(message, n, sizeof message, fiber->id);
       n = append(message, n, sizeof message, ", stack ");
       n = append_number(message, n, sizeof message, fiber->stack.size / 1024);
-      n = append(message, n, sizeof message,
-                 " KiB); give it a larger FiberOptions::stack_size\n");
+      n = append(message, n, sizeof message, " KiB); give it a larger FiberOptions::stack_size\n");
       [[maybe_unused]] ssize_t ignored = ::write(STDERR_FILENO, message, n);
       std::abort();
     }
@@ -89,8 +88,8 @@ AltSignalStack::AltSignalStack() {
       current.ss_size >= kAltStackSize / 2) {
     return;  // the thread already has one (a sanitizer's, or the application's)
   }
-  memory_ = ::mmap(nullptr, kAltStackSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+  memory_ =
+      ::mmap(nullptr, kAltStackSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory_ == MAP_FAILED) {
     memory_ = nullptr;
     return;

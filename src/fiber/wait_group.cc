@@ -35,7 +35,8 @@ Result<void> WaitGroup::wait_until(Deadline deadline) {
     return {};
   }
   // A waker (set/done/release) claims this fiber only once it has handed over what it waits for.
-  if (const std::error_code result = detail::wait_for_waker(guard_, waiters_, deadline)) return fail(result);
+  if (const std::error_code result = detail::wait_for_waker(guard_, waiters_, deadline))
+    return fail(result);
   return {};
 }
 

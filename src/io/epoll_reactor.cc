@@ -33,8 +33,8 @@ struct FdState {
 
 class EpollReactor final : public Reactor {
  public:
-  EpollReactor(int epoll_fd, int wake_fd) : Reactor(Backend::epoll), epoll_(epoll_fd),
-                                            wake_(wake_fd) {}
+  EpollReactor(int epoll_fd, int wake_fd)
+      : Reactor(Backend::epoll), epoll_(epoll_fd), wake_(wake_fd) {}
   ~EpollReactor() override {
     ::close(wake_);
     ::close(epoll_);
@@ -50,8 +50,7 @@ class EpollReactor final : public Reactor {
   Result<std::size_t> read(int fd, void* buf, std::size_t len, Deadline deadline) override {
     return retry(fd, false, deadline, [&] { return ::read(fd, buf, len); });
   }
-  Result<std::size_t> write(int fd, const void* buf, std::size_t len,
-                            Deadline deadline) override {
+  Result<std::size_t> write(int fd, const void* buf, std::size_t len, Deadline deadline) override {
     return retry(fd, true, deadline, [&] { return ::write(fd, buf, len); });
   }
   Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
@@ -60,16 +59,14 @@ class EpollReactor final : public Reactor {
   }
   Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
                            Deadline deadline) override {
-    return retry(fd, true, deadline,
-                 [&] { return ::send(fd, buf, len, flags | MSG_NOSIGNAL); });
+    return retry(fd, true, deadline, [&] { return ::send(fd, buf, len, flags | MSG_NOSIGNAL); });
   }
   Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) override {
     return retry(fd, false, deadline, [&] { return ::recvmsg(fd, message, flags); });
   }
   Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags,
                               Deadline deadline) override {
-    return retry(fd, true, deadline,
-                 [&] { return ::sendmsg(fd, message, flags | MSG_NOSIGNAL); });
+    return retry(fd, true, deadline, [&] { return ::sendmsg(fd, message, flags | MSG_NOSIGNAL); });
   }
   Result<int> accept(int fd, sockaddr* peer, socklen_t* length, Deadline deadline) override {
     Result<std::size_t> accepted = retry(fd, false, deadline, [&] {
@@ -137,7 +134,8 @@ class EpollReactor final : public Reactor {
       const int err = errno;
       if (err == EINTR) continue;
       if (err != EAGAIN && err != EWOULDBLOCK) return fail(errno_code(err));
-      if (Result<void> ready = wait_ready(fd, writable, deadline); !ready) return fail(ready.error());
+      if (Result<void> ready = wait_ready(fd, writable, deadline); !ready)
+        return fail(ready.error());
     }
   }
 

@@ -20,7 +20,8 @@ struct Job {
   tern::detail::Waiter waiter;
 };
 
-std::atomic<std::size_t> thread_limit{std::max<std::size_t>(4, std::thread::hardware_concurrency())};
+std::atomic<std::size_t> thread_limit{
+    std::max<std::size_t>(4, std::thread::hardware_concurrency())};
 
 // Starts a thread whenever work arrives and every started thread is busy, up to the limit.
 class Pool {

@@ -45,8 +45,7 @@ Reactor* Reactor::current() noexcept {
 namespace {
 
 std::string describe_uring_failure(std::error_code error) {
-  if (error == std::errc::function_not_supported)
-    return "the kernel has no io_uring (ENOSYS)";
+  if (error == std::errc::function_not_supported) return "the kernel has no io_uring (ENOSYS)";
   if (error == std::errc::operation_not_permitted)
     return "io_uring is disabled (kernel.io_uring_disabled or a seccomp policy: EPERM)";
   if (error == std::errc::not_supported)

@@ -34,8 +34,8 @@ struct UringOp {
 // connection. Connections accepted before anyone asks wait in `ready`.
 struct AcceptStream {
   int listener = -1;
-  bool armed = false;   // the multishot submission is in flight
-  bool closed = false;  // the listener was closed; freed at its last completion
+  bool armed = false;     // the multishot submission is in flight
+  bool closed = false;    // the listener was closed; freed at its last completion
   std::deque<int> ready;  // accepted descriptors, or -errno
   tern::detail::WaitList waiters;
 };
@@ -92,8 +92,7 @@ class UringReactor final : public Reactor {
       io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(len), static_cast<__u64>(-1));
     });
   }
-  Result<std::size_t> write(int fd, const void* buf, std::size_t len,
-                            Deadline deadline) override {
+  Result<std::size_t> write(int fd, const void* buf, std::size_t len, Deadline deadline) override {
     return bytes(fd, true, deadline, [&](io_uring_sqe* sqe) {
       io_uring_prep_write(sqe, fd, buf, static_cast<unsigned>(len), static_cast<__u64>(-1));
     });
@@ -147,9 +146,8 @@ class UringReactor final : public Reactor {
   }
   Result<void> connect(int fd, const sockaddr* address, socklen_t length,
                        Deadline deadline) override {
-    Result<int> done = run(deadline, [&](io_uring_sqe* sqe) {
-      io_uring_prep_connect(sqe, fd, address, length);
-    });
+    Result<int> done =
+        run(deadline, [&](io_uring_sqe* sqe) { io_uring_prep_connect(sqe, fd, address, length); });
     if (done) return {};
     if (done.error() != std::errc::operation_in_progress &&
         done.error() != std::errc::resource_unavailable_try_again &&
@@ -242,7 +240,8 @@ class UringReactor final : public Reactor {
       Result<int> done = run(deadline, prep);
       if (done) return static_cast<std::size_t>(*done);
       if (done.error() != std::errc::resource_unavailable_try_again) return fail(done.error());
-      if (Result<void> ready = wait_ready(fd, writable, deadline); !ready) return fail(ready.error());
+      if (Result<void> ready = wait_ready(fd, writable, deadline); !ready)
+        return fail(ready.error());
     }
   }
 
@@ -329,8 +328,7 @@ int init_ring(io_uring* ring) {
   io_uring_params params = {};
   // Cooperative task running: the kernel does not interrupt the worker to post completions;
   // it raises IORING_SQ_TASKRUN and poll() enters the kernel to collect them.
-  params.flags =
-      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
+  params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
   int rc = io_uring_queue_init_params(kRingEntries, ring, &params);
   if (rc == -EINVAL) {
     params = {};
@@ -361,9 +359,9 @@ Result<void> probe_uring() {
   if (rc < 0) return fail(errno_code(-rc));
   io_uring_probe* probe = io_uring_get_probe_ring(&ring);
   bool complete = probe != nullptr;
-  for (int op : {IORING_OP_READ, IORING_OP_WRITE, IORING_OP_RECV, IORING_OP_SEND,
-                 IORING_OP_RECVMSG, IORING_OP_SENDMSG, IORING_OP_ACCEPT, IORING_OP_CONNECT,
-                 IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL}) {
+  for (int op : {IORING_OP_READ, IORING_OP_WRITE, IORING_OP_RECV, IORING_OP_SEND, IORING_OP_RECVMSG,
+                 IORING_OP_SENDMSG, IORING_OP_ACCEPT, IORING_OP_CONNECT, IORING_OP_POLL_ADD,
+                 IORING_OP_ASYNC_CANCEL}) {
     if (complete && !io_uring_opcode_supported(probe, op)) complete = false;
   }
   if (probe != nullptr) io_uring_free_probe(probe);

@@ -169,9 +169,8 @@ std::string Address::to_string() const {
       return text;
     case AF_UNIX: {
       const auto* un = reinterpret_cast<const sockaddr_un*>(&storage_);
-      const std::size_t path_length = length_ > offsetof(sockaddr_un, sun_path)
-                                          ? length_ - offsetof(sockaddr_un, sun_path)
-                                          : 0;
+      const std::size_t path_length =
+          length_ > offsetof(sockaddr_un, sun_path) ? length_ - offsetof(sockaddr_un, sun_path) : 0;
       if (path_length > 0 && un->sun_path[0] == '\0') {
         text.append("unix:@").append(un->sun_path + 1, path_length - 1);
       } else {

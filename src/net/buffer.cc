@@ -63,8 +63,8 @@ Result<std::optional<Frame>> parse_frame(std::span<const std::byte> bytes,
       load_big_endian(bytes.data() + format.length_offset, format.length_width);
   if (body > format.max_body) return fail(std::errc::message_size);
   if (bytes.size() - format.header_size < body) return std::optional<Frame>();
-  return std::optional<Frame>(Frame{bytes.first(format.header_size),
-                                    bytes.subspan(format.header_size, body)});
+  return std::optional<Frame>(
+      Frame{bytes.first(format.header_size), bytes.subspan(format.header_size, body)});
 }
 
 Result<void> write_frame(TcpStream& stream, std::span<const std::byte> header,

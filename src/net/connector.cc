@@ -36,14 +36,15 @@ Result<TcpStream> Connector::connect(Deadline deadline) {
       return stream;
     }
     ++failures_;
-    if (stream.error() == std::errc::operation_canceled || stream.error() == std::errc::invalid_argument)
+    if (stream.error() == std::errc::operation_canceled ||
+        stream.error() == std::errc::invalid_argument)
       return stream;
     const double spread = 1.0 + options_.jitter * (2.0 * next_unit(random_state_) - 1.0);
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(backoff_ * spread);
-    backoff_ = std::min(options_.max_backoff,
-                        std::chrono::duration_cast<std::chrono::milliseconds>(
-                            backoff_ * options_.multiplier));
-    if (deadline != kNoDeadline && Clock::now() + wait >= deadline) return fail(std::errc::timed_out);
+    backoff_ = std::min(options_.max_backoff, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  backoff_ * options_.multiplier));
+    if (deadline != kNoDeadline && Clock::now() + wait >= deadline)
+      return fail(std::errc::timed_out);
     if (Result<void> slept = this_fiber::sleep_until(std::min(deadline, Clock::now() + wait));
         !slept)
       return fail(slept.error());

@@ -23,10 +23,12 @@ Result<TcpListener> TcpListener::bind(const Address& address, const ListenOption
   if (!socket) return fail(socket.error());
   if (address.is_ip()) {
     if (options.reuse_address) {
-      if (Result<void> r = socket->set_option(SOL_SOCKET, SO_REUSEADDR, 1); !r) return fail(r.error());
+      if (Result<void> r = socket->set_option(SOL_SOCKET, SO_REUSEADDR, 1); !r)
+        return fail(r.error());
     }
     if (options.reuse_port) {
-      if (Result<void> r = socket->set_option(SOL_SOCKET, SO_REUSEPORT, 1); !r) return fail(r.error());
+      if (Result<void> r = socket->set_option(SOL_SOCKET, SO_REUSEPORT, 1); !r)
+        return fail(r.error());
     }
   }
   if (::bind(socket->fd(), address.data(), address.length()) != 0 ||

@@ -45,7 +45,8 @@ void wait_all(WaitGroup& group) {
 }  // namespace
 
 TcpServer::TcpServer(ServerOptions options, Handler handler)
-    : options_(std::move(options)), handler_(std::move(handler)),
+    : options_(std::move(options)),
+      handler_(std::move(handler)),
       shared_(std::make_shared<Shared>()) {}
 
 TcpServer::~TcpServer() {

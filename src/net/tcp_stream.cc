@@ -14,7 +14,8 @@ namespace tern::net {
 Result<TcpStream> TcpStream::connect(const Address& address, Deadline deadline) {
   Result<Socket> socket = Socket::open(address.family(), SOCK_STREAM);
   if (!socket) return fail(socket.error());
-  if (Result<void> connected = io::connect(socket->fd(), address.data(), address.length(), deadline);
+  if (Result<void> connected =
+          io::connect(socket->fd(), address.data(), address.length(), deadline);
       !connected)
     return fail(connected.error());
   return TcpStream(std::move(*socket));
@@ -95,7 +96,8 @@ Result<void> TcpStream::writev_all(std::span<iovec> iov, Deadline deadline) {
 }
 
 Result<void> TcpStream::shutdown(int how) {
-  if (::shutdown(socket_.fd(), how) != 0) return fail(std::error_code(errno, std::system_category()));
+  if (::shutdown(socket_.fd(), how) != 0)
+    return fail(std::error_code(errno, std::system_category()));
   return {};
 }
 

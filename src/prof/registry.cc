@@ -61,7 +61,8 @@ struct ThreadCellsOwner {
       std::atomic<std::uint64_t>& into = r.retired.cells[i];
       std::size_t base = 0;
       if (is_timer_slot(r, i, &base) && i == base + 2) {
-        if (mine > into.load(std::memory_order_relaxed)) into.store(mine, std::memory_order_relaxed);
+        if (mine > into.load(std::memory_order_relaxed))
+          into.store(mine, std::memory_order_relaxed);
       } else {
         into.store(into.load(std::memory_order_relaxed) + mine, std::memory_order_relaxed);
       }

@@ -54,7 +54,9 @@ TEST(MutexCheck, ReleasingBeforeWaitingIsFine) {
   runtime.run([] {
     std::mutex m;
     for (int i = 0; i < 100; ++i) {
-      { std::lock_guard hold(m); }
+      {
+        std::lock_guard hold(m);
+      }
       tern::this_fiber::yield();
     }
     tern::Mutex fiber_mutex;

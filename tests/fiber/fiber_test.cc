@@ -309,8 +309,7 @@ TEST(Exceptions, CaughtInsideAFiberStayThere) {
 TEST(ExceptionsDeathTest, EscapingAFiberTerminatesNamingIt) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(on_one_worker([] {
-                 tern::spawn([] { throw std::runtime_error("boom"); }, {.name = "thrower"})
-                     .join();
+                 tern::spawn([] { throw std::runtime_error("boom"); }, {.name = "thrower"}).join();
                }),
                "fiber 'thrower' .* ended with an exception: boom");
 }
@@ -322,9 +321,7 @@ TEST(SpawnDeathTest, OutsideAWorkerAbortsWithAMessage) {
 
 TEST(FiberDeathTest, DestroyingAJoinableHandleAbortsNamingTheFiber) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(on_one_worker([] {
-                 tern::Fiber f = tern::spawn([] {}, {.name = "forgotten"});
-               }),
+  EXPECT_DEATH(on_one_worker([] { tern::Fiber f = tern::spawn([] {}, {.name = "forgotten"}); }),
                "handle of fiber 'forgotten' .* destroyed while joinable");
 }
 

@@ -32,8 +32,7 @@ TEST(Runtime, DefaultsToOneWorkerPerCpu) {
 
 TEST(Runtime, RunRethrowsTheFirstFibersException) {
   tern::Runtime runtime({.workers = 1});
-  EXPECT_THROW(runtime.run([] { throw std::logic_error("first fiber failed"); }),
-               std::logic_error);
+  EXPECT_THROW(runtime.run([] { throw std::logic_error("first fiber failed"); }), std::logic_error);
 }
 
 TEST(Runtime, PostRunsOnTheChosenWorkerThread) {

@@ -169,8 +169,8 @@ TEST(Deadline, ConnectToAnUnroutableAddressTimesOut) {
     for (int i = 0; i < 64 && !timed_out; ++i) {
       const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
       clients.push_back(fd);
-      tern::Result<void> connected = tern::io::connect(
-          fd, reinterpret_cast<sockaddr*>(&address), sizeof address, tern::Clock::now() + 50ms);
+      tern::Result<void> connected = tern::io::connect(fd, reinterpret_cast<sockaddr*>(&address),
+                                                       sizeof address, tern::Clock::now() + 50ms);
       if (!connected) {
         EXPECT_EQ(connected.error(), std::errc::timed_out) << connected.error().message();
         timed_out = true;
@@ -256,8 +256,8 @@ TEST(AcceptConnect, LoopbackEchoAcrossWorkers) {
     for (int i = 0; i < clients; ++i) {
       ASSERT_TRUE(tern::post(static_cast<std::size_t>(i % 2), [&, i] {
         const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        tern::Result<void> connected = tern::io::connect(
-            fd, reinterpret_cast<sockaddr*>(&address), sizeof address, tern::Clock::now() + 30s);
+        tern::Result<void> connected = tern::io::connect(fd, reinterpret_cast<sockaddr*>(&address),
+                                                         sizeof address, tern::Clock::now() + 30s);
         EXPECT_TRUE(connected) << connected.error().message();
         const std::string message = "message " + std::to_string(i);
         EXPECT_TRUE(tern::io::send(fd, bytes_of(message)));

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
         const tern::Deadline deadline = tern::deadline_after(120s);
         tern::Result<tern::net::TcpStream> stream = tern::net::TcpStream::connect(server, deadline);
         if (!stream) {
-          std::fprintf(stderr, "echo_clients: connect %d: %s\n", i, stream.error().message().c_str());
+          std::fprintf(stderr, "echo_clients: connect %d: %s\n", i,
+                       stream.error().message().c_str());
           all_connected.set();
         } else {
           if (++connected == count) all_connected.set();

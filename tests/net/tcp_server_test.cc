@@ -42,8 +42,7 @@ bool round_trip(const Address& server, const std::string& message) {
   if (!stream) return false;
   std::string reply(message.size(), '\0');
   return stream->write_all(std::as_bytes(std::span(message)), deadline) &&
-         stream->read_exact(std::as_writable_bytes(std::span(reply)), deadline) &&
-         reply == message;
+         stream->read_exact(std::as_writable_bytes(std::span(reply)), deadline) && reply == message;
 }
 
 // Runs the echo_clients helper process against port with n connections; returns its exit

@@ -92,9 +92,9 @@ template <typename Fn>
 void with_connection(const EchoServer& server, Fn&& fn) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([&] {
-    tern::Result<TcpStream> stream = TcpStream::connect(
-        tern::net::Address::loopback(static_cast<std::uint16_t>(server.port())),
-        tern::deadline_after(30s));
+    tern::Result<TcpStream> stream =
+        TcpStream::connect(tern::net::Address::loopback(static_cast<std::uint16_t>(server.port())),
+                           tern::deadline_after(30s));
     ASSERT_TRUE(stream) << stream.error().message();
     fn(*stream);
   });
@@ -110,7 +110,8 @@ TEST(TernEcho, EchoModeEchoesAndStopsCleanly) {
     for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>('a' + i % 26);
     ASSERT_TRUE(stream.write_all(bytes_of(payload), tern::deadline_after(30s)));
     std::string reply(payload.size(), '\0');
-    ASSERT_TRUE(stream.read_exact(std::as_writable_bytes(std::span(reply)), tern::deadline_after(30s)));
+    ASSERT_TRUE(
+        stream.read_exact(std::as_writable_bytes(std::span(reply)), tern::deadline_after(30s)));
     EXPECT_EQ(reply, payload);
   });
   EXPECT_EQ(server.stop(), 0);
@@ -199,7 +200,8 @@ TEST(TernEcho, RoundRobinAcceptServesToo) {
     with_connection(server, [](TcpStream& stream) {
       ASSERT_TRUE(stream.write_all(bytes_of("ping")));
       std::string reply(4, '\0');
-      ASSERT_TRUE(stream.read_exact(std::as_writable_bytes(std::span(reply)), tern::deadline_after(30s)));
+      ASSERT_TRUE(
+          stream.read_exact(std::as_writable_bytes(std::span(reply)), tern::deadline_after(30s)));
       EXPECT_EQ(reply, "ping");
     });
   }
@@ -207,8 +209,8 @@ TEST(TernEcho, RoundRobinAcceptServesToo) {
 }
 
 TEST(TernEcho, RejectsBadOptionsWithAMessage) {
-  for (const char* bad : {"--mode=nonsense", "--io=kqueue", "--accept=random", "--threads=x",
-                          "--no-such-option"}) {
+  for (const char* bad :
+       {"--mode=nonsense", "--io=kqueue", "--accept=random", "--threads=x", "--no-such-option"}) {
     EchoServer server({bad});
     EXPECT_EQ(server.port(), 0);
     EXPECT_EQ(server.wait(), 2) << bad;

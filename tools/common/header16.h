@@ -52,8 +52,8 @@ struct Header16 {
 
 // The frame layout of this protocol for net::parse_frame.
 inline net::FrameFormat header16_format(std::size_t max_payload) {
-  return net::FrameFormat{.header_size = kHeader16Size, .length_offset = 0, .length_width = 4,
-                          .max_body = max_payload};
+  return net::FrameFormat{
+      .header_size = kHeader16Size, .length_offset = 0, .length_width = 4, .max_body = max_payload};
 }
 
 }  // namespace tern::tools

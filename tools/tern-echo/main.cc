@@ -135,7 +135,8 @@ int main(int argc, char** argv) {
   app.add_option("--mode", config.mode, "echo, discard, frame16 or ttcp")->capture_default_str();
   app.add_flag("--discard", config.discard, "same as --mode discard");
   app.add_option("--max-connections", config.max_connections, "0: no limit");
-  app.add_option("--duration", config.duration, "stop after this many seconds (0: run until a signal)");
+  app.add_option("--duration", config.duration,
+                 "stop after this many seconds (0: run until a signal)");
   app.add_option("--max-payload", config.max_payload, "largest frame16/ttcp payload accepted")
       ->capture_default_str();
   try {
@@ -162,10 +163,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string why;
-  tern::Result<tern::net::Address> address = tern::net::Address::parse(
-      config.host.find(':') != std::string::npos ? "[" + config.host + "]:" + std::to_string(config.port)
-                                                 : config.host + ":" + std::to_string(config.port),
-      &why);
+  tern::Result<tern::net::Address> address =
+      tern::net::Address::parse(config.host.find(':') != std::string::npos
+                                    ? "[" + config.host + "]:" + std::to_string(config.port)
+                                    : config.host + ":" + std::to_string(config.port),
+                                &why);
   if (!address) {
     std::fprintf(stderr, "tern-echo: %s\n", why.c_str());
     return 2;
@@ -183,7 +185,7 @@ int main(int argc, char** argv) {
   return runtime.run([&]() -> int {
     tern::net::ServerOptions options;
     options.accept_mode = config.accept == "roundrobin" ? tern::net::AcceptMode::round_robin
-                                                         : tern::net::AcceptMode::reuse_port;
+                                                        : tern::net::AcceptMode::reuse_port;
     options.max_connections = config.max_connections;
     tern::net::TcpServer server(options, [&config](tern::net::TcpStream& stream) {
       (void)stream.set_nodelay();

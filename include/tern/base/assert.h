@@ -9,10 +9,10 @@ namespace tern::detail {
                               int line) noexcept;
 }  // namespace tern::detail
 
-#define TERN_ASSERT(cond, message)                                           \
-  do {                                                                       \
-    if (__builtin_expect(!(cond), 0))                                        \
-      ::tern::detail::assert_fail(#cond, (message), __FILE__, __LINE__);     \
+#define TERN_ASSERT(cond, message)                                       \
+  do {                                                                   \
+    if (__builtin_expect(!(cond), 0))                                    \
+      ::tern::detail::assert_fail(#cond, (message), __FILE__, __LINE__); \
   } while (0)
 
 #if TERN_DEBUG_CHECKS

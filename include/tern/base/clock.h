@@ -17,8 +17,8 @@ inline constexpr Deadline kNoDeadline = Deadline::max();
 template <typename Rep, typename Period>
 Deadline deadline_after(std::chrono::duration<Rep, Period> timeout) noexcept {
   const auto now = Clock::now();
-  const auto limit = std::chrono::duration_cast<std::chrono::duration<Rep, Period>>(
-      kNoDeadline - now);
+  const auto limit =
+      std::chrono::duration_cast<std::chrono::duration<Rep, Period>>(kNoDeadline - now);
   if (timeout >= limit) return kNoDeadline;
   return now + std::chrono::duration_cast<Clock::duration>(timeout);
 }

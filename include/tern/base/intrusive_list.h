@@ -14,7 +14,7 @@ struct ListHook {
 
 // A doubly linked list of objects that embed a ListHook (member `Hook`), with O(1) push, pop
 // and remove and no allocation. Not thread-safe: the owner guards it.
-template <typename T, ListHook T::*Hook>
+template <typename T, ListHook T::* Hook>
 class IntrusiveList {
  public:
   IntrusiveList() noexcept { head_.prev = head_.next = &head_; }

@@ -41,7 +41,9 @@ class Channel {
   }
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
-  ~Channel() { TERN_ASSERT(receivers_.empty() && senders_.empty(), "Channel destroyed with waiters"); }
+  ~Channel() {
+    TERN_ASSERT(receivers_.empty() && senders_.empty(), "Channel destroyed with waiters");
+  }
 
   // Sends value, waiting while the channel is full.
   Result<void> send(T value) { return send_until(std::move(value), kNoDeadline); }
@@ -126,7 +128,8 @@ class Channel {
     out.emplace(std::move(buffer_.front()));
     buffer_.pop_front();
     sender_to_wake = detail::claim_first(senders_);
-    if (sender_to_wake != nullptr) buffer_.push_back(std::move(*static_cast<T*>(sender_to_wake->slot)));
+    if (sender_to_wake != nullptr)
+      buffer_.push_back(std::move(*static_cast<T*>(sender_to_wake->slot)));
     return true;
   }
   // With the lock held: unless the channel is closed, hands value to a waiting receiver or

@@ -97,7 +97,8 @@ class Fiber {
 template <typename Fn>
 [[nodiscard]] Fiber spawn(Fn&& fn, const FiberOptions& options = {}) {
   using Entry = detail::FiberEntryOf<std::decay_t<Fn>>;
-  static_assert(std::is_invocable_v<std::decay_t<Fn>&>, "spawn needs a callable taking no arguments");
+  static_assert(std::is_invocable_v<std::decay_t<Fn>&>,
+                "spawn needs a callable taking no arguments");
   const detail::FiberSlot slot = detail::create_fiber(options, sizeof(Entry), alignof(Entry));
   Entry* entry;
   try {

@@ -10,7 +10,7 @@ inline constexpr std::size_t kDefaultStackSize = 64 * 1024;
 
 // How to create a fiber.
 struct FiberOptions {
-  std::string_view name = {};                 // shown in diagnostics; copied, up to 31 chars
+  std::string_view name = {};                  // shown in diagnostics; copied, up to 31 chars
   std::size_t stack_size = kDefaultStackSize;  // usable bytes, rounded up to whole pages
 };
 

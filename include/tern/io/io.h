@@ -34,8 +34,7 @@ Result<std::size_t> recvmsg(int fd, msghdr* message, int flags = 0,
 Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags = 0,
                             Deadline deadline = kNoDeadline);
 // accept4(2) of one connection, returned non-blocking and close-on-exec. `peer` may be null.
-Result<int> accept(int fd, sockaddr* peer, socklen_t* peer_length,
-                   Deadline deadline = kNoDeadline);
+Result<int> accept(int fd, sockaddr* peer, socklen_t* peer_length, Deadline deadline = kNoDeadline);
 // connect(2) of a non-blocking socket, waiting until the connection is established or fails.
 Result<void> connect(int fd, const sockaddr* address, socklen_t length,
                      Deadline deadline = kNoDeadline);

@@ -12,10 +12,10 @@ namespace tern::net {
 
 // How a Connector retries.
 struct ConnectorOptions {
-  std::chrono::milliseconds initial_backoff{100};   // wait after the first failure
-  std::chrono::milliseconds max_backoff{10'000};    // the backoff never grows past this
-  double multiplier = 2.0;                          // backoff growth per failure
-  double jitter = 0.2;                              // +/- this fraction, so clients spread out
+  std::chrono::milliseconds initial_backoff{100};    // wait after the first failure
+  std::chrono::milliseconds max_backoff{10'000};     // the backoff never grows past this
+  double multiplier = 2.0;                           // backoff growth per failure
+  double jitter = 0.2;                               // +/- this fraction, so clients spread out
   std::chrono::milliseconds attempt_timeout{5'000};  // deadline of one connect attempt
 };
 

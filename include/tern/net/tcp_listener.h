@@ -10,9 +10,9 @@ namespace tern::net {
 
 // How to listen.
 struct ListenOptions {
-  int backlog = 1024;          // the kernel caps it at net.core.somaxconn
-  bool reuse_address = true;   // SO_REUSEADDR (IP only)
-  bool reuse_port = false;     // SO_REUSEPORT: several listeners share the port (IP only)
+  int backlog = 1024;         // the kernel caps it at net.core.somaxconn
+  bool reuse_address = true;  // SO_REUSEADDR (IP only)
+  bool reuse_port = false;    // SO_REUSEPORT: several listeners share the port (IP only)
 };
 
 // A listening stream socket (TCP or Unix). accept parks the calling fiber. When the process

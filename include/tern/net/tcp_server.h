@@ -34,10 +34,10 @@ struct ServerOptions {
 
 // Counters of a TcpServer; any thread.
 struct ServerStats {
-  std::uint64_t accepted = 0;        // connections handed to the handler
-  std::uint64_t rejected = 0;        // closed at once because max_connections was reached
-  std::uint64_t accept_errors = 0;   // failed accepts (e.g. out of file descriptors)
-  std::uint64_t open = 0;            // connections whose handler is running
+  std::uint64_t accepted = 0;       // connections handed to the handler
+  std::uint64_t rejected = 0;       // closed at once because max_connections was reached
+  std::uint64_t accept_errors = 0;  // failed accepts (e.g. out of file descriptors)
+  std::uint64_t open = 0;           // connections whose handler is running
 };
 
 // A TCP (or Unix stream) server on the current tern::Runtime: a fiber per connection runs the

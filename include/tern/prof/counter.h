@@ -66,7 +66,8 @@ class Timer {
     std::atomic<std::uint64_t>* cells = detail::thread_cells() + slot_;
     cells[0].store(cells[0].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     cells[1].store(cells[1].load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
-    if (ns > cells[2].load(std::memory_order_relaxed)) cells[2].store(ns, std::memory_order_relaxed);
+    if (ns > cells[2].load(std::memory_order_relaxed))
+      cells[2].store(ns, std::memory_order_relaxed);
   }
   // The statistics over all threads (a snapshot).
   TimerStats read() const { return detail::read_timer(slot_); }
