@@ -155,12 +155,12 @@ TEST(Shutdown, AFiberThatIgnoresCancellationIsReportedNotLost) {
           while (tern::Clock::now() < until) tern::this_fiber::yield();
           done = true;
         },
-        {.name = "stubborn"})
+        {.name = "obstinate"})
         .detach();
   });
   const std::string output = testing::internal::GetCapturedStderr();
   EXPECT_TRUE(done.load());
-  EXPECT_NE(output.find("waits for 1 fiber(s): 'stubborn'"), std::string::npos) << output;
+  EXPECT_NE(output.find("waits for 1 fiber(s): 'obstinate'"), std::string::npos) << output;
 }
 
 TEST(RuntimeDeathTest, NestedRunAbortsWithAMessage) {
