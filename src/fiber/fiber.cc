@@ -125,6 +125,15 @@ void Fiber::check_owner([[maybe_unused]] const char* operation) const {
 
 void Fiber::join() {
   check_owner("join");
+  (void)join_until(kNoDeadline, false);
+}
+
+Result<void> Fiber::join_until(Deadline deadline) {
+  check_owner("join_until");
+  return join_until(deadline, true);
+}
+
+Result<void> Fiber::join_until(Deadline deadline, bool interruptible) {
   detail::FiberControl* target = control_;
   if (target->state != detail::FiberState::finished) {
     detail::FiberControl* self = detail::current_fiber("Fiber::join");
@@ -133,26 +142,9 @@ void Fiber::join() {
     waiter.fiber = self;
     detail::begin_wait(self);
     target->joiner = &waiter;
-    detail::wait(self, kNoDeadline, false);
+    const std::error_code result = detail::wait(self, deadline, interruptible);
     target->joiner = nullptr;
-  }
-  control_ = nullptr;
-  target->scheduler->release(target);
-}
-
-Result<void> Fiber::join_until(Deadline deadline) {
-  check_owner("join_until");
-  detail::FiberControl* target = control_;
-  if (target->state != detail::FiberState::finished) {
-    detail::FiberControl* self = detail::current_fiber("Fiber::join_until");
-    TERN_ASSERT(self != target, "a fiber cannot join itself");
-    detail::Waiter waiter;
-    waiter.fiber = self;
-    detail::begin_wait(self);
-    target->joiner = &waiter;
-    const std::error_code result = detail::wait(self, deadline, true);
-    target->joiner = nullptr;
-    if (!waiter.fired) return fail(result);
+    if (!waiter.fired) return fail(result);  // the handle stays joinable
   }
   control_ = nullptr;
   target->scheduler->release(target);

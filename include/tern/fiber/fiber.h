@@ -87,6 +87,7 @@ class Fiber {
   friend Fiber detail::start_fiber(detail::FiberControl*, detail::FiberEntry*) noexcept;
   explicit Fiber(detail::FiberControl* control) noexcept : control_(control) {}
   void check_owner(const char* operation) const;
+  Result<void> join_until(Deadline deadline, bool interruptible);
   detail::FiberControl* control_ = nullptr;
 };
 
