@@ -49,6 +49,9 @@ Result<Stack> map_stack(std::size_t size) {
   void* mapping = ::mmap(nullptr, stack.mapping_size, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mapping == MAP_FAILED) return fail(std::error_code(errno, std::system_category()));
+  // Stacks are touched a page or two at a time: transparent huge pages would turn each into
+  // 2 MiB of resident memory on hosts set to "always".
+  ::madvise(mapping, stack.mapping_size, MADV_NOHUGEPAGE);
   if (!install_guard(mapping, guard)) {
     const int err = errno;
     ::munmap(mapping, stack.mapping_size);

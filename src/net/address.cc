@@ -76,14 +76,17 @@ Result<Address> Address::parse(std::string_view text, std::string* why) {
     if (path.empty()) return reject(why, original, "empty Unix socket path");
     sockaddr_un un = {};
     un.sun_family = AF_UNIX;
-    if (path.size() > sizeof un.sun_path - 1)
+    const bool abstract = path.front() == '@';
+    if (abstract && path.size() == 1) return reject(why, original, "empty abstract socket name");
+    // A path needs its terminating NUL; an abstract name's '@' stands for its leading NUL.
+    if (path.size() > sizeof un.sun_path - (abstract ? 0 : 1))
       return reject(why, original, "Unix socket path longer than ",
                     std::to_string(sizeof un.sun_path - 1), " bytes");
     std::memcpy(un.sun_path, path.data(), path.size());
-    if (path.front() == '@') un.sun_path[0] = '\0';  // abstract namespace
-    return Address(reinterpret_cast<sockaddr*>(&un),
-                   static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() +
-                                          (path.front() == '@' ? 0 : 1)));
+    if (abstract) un.sun_path[0] = '\0';
+    return Address(
+        reinterpret_cast<sockaddr*>(&un),
+        static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + (abstract ? 0 : 1)));
   }
   if (text.starts_with("tcp://")) text.remove_prefix(6);
   if (text.find("://") != std::string_view::npos)

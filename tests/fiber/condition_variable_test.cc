@@ -115,6 +115,35 @@ TEST(ConditionVariable, NotifyWithoutWaitersIsNotRemembered) {
   });
 }
 
+TEST(ConditionVariable, WaitForWithAPredicate) {
+  tern::Mutex mutex;
+  tern::ConditionVariable cv;
+  int value = 0;
+  run(1, [&] {
+    tern::Fiber setter = tern::spawn([&] {
+      for (int i = 1; i <= 3; ++i) {
+        {
+          std::lock_guard hold(mutex);
+          value = i;
+        }
+        cv.notify_all();
+        tern::this_fiber::yield();
+      }
+    });
+    std::unique_lock lock(mutex);
+    EXPECT_TRUE(cv.wait_for(lock, kLong, [&] { return value == 3; }));
+    EXPECT_EQ(value, 3);
+    const auto start = tern::Clock::now();
+    tern::Result<void> never = cv.wait_for(lock, kShort, [&] { return value == 4; });
+    ASSERT_FALSE(never);
+    EXPECT_EQ(never.error(), std::errc::timed_out);
+    EXPECT_GE(tern::Clock::now() - start, kShort);
+    EXPECT_TRUE(lock.owns_lock());
+    lock.unlock();
+    setter.join();
+  });
+}
+
 TEST(ConditionVariable, WaitForTimesOutWithTheLockHeldAgain) {
   tern::Mutex mutex;
   tern::ConditionVariable cv;

@@ -222,6 +222,7 @@ TEST(AddressParse, MalformedInputsSayWhatIsWrong) {
       {"http://1.2.3.4:80", "unknown scheme"},
       {"udp://1.2.3.4:80", "unknown scheme"},
       {"unix:", "empty Unix socket path"},
+      {"unix:@", "empty abstract socket name"},
       {"unix:/" + too_long, "Unix socket path longer than 107 bytes"},
       {"unix:@" + too_long, "Unix socket path longer than 107 bytes"},
   };
@@ -235,6 +236,14 @@ TEST(AddressParse, MalformedInputsSayWhatIsWrong) {
     EXPECT_NE(why.find("'" + c.text + "'"), std::string::npos)
         << "the explanation \"" << why << "\" should quote the input";
   }
+}
+
+TEST(AddressParse, LongestAbstractNameFits) {
+  // An abstract name has no terminating NUL: all of sun_path after the leading NUL is usable.
+  const std::string longest(sizeof(sockaddr_un{}.sun_path) - 1, 'n');
+  const Address a = parsed("unix:@" + longest);
+  EXPECT_EQ(a.to_string(), "unix:@" + longest);
+  EXPECT_EQ(a.length(), sizeof(sockaddr_un));
 }
 
 TEST(AddressParse, LongestUnixPathFits) {

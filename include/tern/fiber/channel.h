@@ -45,7 +45,8 @@ class Channel {
     TERN_ASSERT(receivers_.empty() && senders_.empty(), "Channel destroyed with waiters");
   }
 
-  // Sends value, waiting while the channel is full.
+  // Sends value, waiting while the channel is full. A send that fails (closed, timed out,
+  // interrupted) drops the value; use try_send to keep it.
   Result<void> send(T value) { return send_until(std::move(value), kNoDeadline); }
   // As send(), giving up with std::errc::timed_out at the deadline.
   Result<void> send_until(T value, Deadline deadline);

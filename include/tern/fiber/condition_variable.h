@@ -44,6 +44,12 @@ class ConditionVariable {
     }
     return {};
   }
+  // As wait_until() with a predicate, with a timeout.
+  template <typename Rep, typename Period, typename Pred>
+  Result<void> wait_for(std::unique_lock<Mutex>& lock, std::chrono::duration<Rep, Period> timeout,
+                        Pred pred) {
+    return wait_until(lock, deadline_after(timeout), std::move(pred));
+  }
   // Waits until pred() is true, without a deadline.
   template <typename Pred>
   Result<void> wait(std::unique_lock<Mutex>& lock, Pred pred) {
