@@ -25,7 +25,10 @@ constexpr int kMaxEvents = 256;
 // What the reactor knows about one fd.
 struct FdState {
   bool registered = false;
-  bool readable = false;  // an edge arrived that no reader has consumed yet
+  bool stream_socket = false;  // SOCK_STREAM: a short read means the receive queue was empty
+  bool drained = false;        // the last recv emptied the queue and no edge has arrived since
+  bool irregular = false;      // hang-up, error or urgent data seen: short reads prove nothing
+  bool readable = false;       // an edge arrived that no reader has consumed yet
   bool writable = false;
   WaitList readers;
   WaitList writers;
@@ -55,7 +58,18 @@ class EpollReactor final : public Reactor {
   }
   Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
                            Deadline deadline) override {
-    return retry(fd, false, deadline, [&] { return ::recv(fd, buf, len, flags); });
+    // After a short read of a stream socket the queue was empty: unless an edge has arrived
+    // since, the next read would only fail with EAGAIN, so wait for the edge first (this saves
+    // a system call per message in request/reply traffic).
+    if (FdState* state = registered_state(fd); flags == 0 && state != nullptr &&
+                                               state->stream_socket && state->drained &&
+                                               !state->readable && !state->irregular) {
+      if (Result<void> ready = wait_ready(fd, false, deadline); !ready) return fail(ready.error());
+    }
+    Result<std::size_t> n = retry(fd, false, deadline, [&] { return ::recv(fd, buf, len, flags); });
+    if (FdState* state = registered_state(fd); state != nullptr)
+      state->drained = flags == 0 && n && *n > 0 && *n < len;
+    return n;
   }
   Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
                            Deadline deadline) override {
@@ -87,11 +101,15 @@ class EpollReactor final : public Reactor {
     FdState& state = state_of(fd);
     if (!state.registered) {
       epoll_event event = {};
-      event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+      event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
       event.data.fd = fd;
       if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event) != 0 && errno != EEXIST)
         return fail(errno_code(errno));
       state.registered = true;
+      int type = 0;
+      socklen_t size = sizeof type;
+      state.stream_socket =
+          ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 && type == SOCK_STREAM;
     }
     bool& ready = writable ? state.writable : state.readable;
     if (ready) {  // an edge arrived since the last wait: try the call again first
@@ -139,6 +157,12 @@ class EpollReactor final : public Reactor {
     }
   }
 
+  // The state of fd if it is registered with this reactor, else nullptr.
+  FdState* registered_state(int fd) noexcept {
+    if (fd < 0 || static_cast<std::size_t>(fd) >= states_.size() || !states_[fd]) return nullptr;
+    return states_[fd]->registered ? states_[fd].get() : nullptr;
+  }
+
   FdState& state_of(int fd) {
     TERN_ASSERT(fd >= 0, "tern::io: negative file descriptor");
     const auto index = static_cast<std::size_t>(fd);
@@ -174,6 +198,7 @@ class EpollReactor final : public Reactor {
     }
     if (static_cast<std::size_t>(fd) >= states_.size() || !states_[fd]) return;
     FdState& state = *states_[fd];
+    if (event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) state.irregular = true;
     if (event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
       if (!wake_waiters(state.readers)) state.readable = true;
     }
