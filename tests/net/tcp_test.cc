@@ -273,6 +273,31 @@ TEST(TcpStream, PartialReadsAndWritesWithSmallSocketBuffers) {
   });
 }
 
+TEST(TcpStream, UrgentDataDoesNotStallReads) {
+  // A read stops short at an urgent byte while data is still queued behind it; the reader must
+  // still get that data without a new arrival to wake it.
+  run_on(1, [] {
+    tern::Result<Connected> pair = connect_loopback();
+    ASSERT_TRUE(pair) << pair.error().message();
+    std::string received;
+    tern::Fiber reader = tern::spawn([&] {
+      std::array<std::byte, 64> buf;
+      while (received.size() < 4) {  // parks first: everything below arrives while it waits
+        tern::Result<std::size_t> n = pair->server.read(buf, tern::deadline_after(5s));
+        ASSERT_TRUE(n) << n.error().message() << " after \"" << received << "\"";
+        ASSERT_GT(*n, 0u);
+        received += text_of(std::span(buf).first(*n));
+      }
+    });
+    tern::this_fiber::yield();
+    ASSERT_TRUE(pair->client.write_all(bytes_of("ab"), patience()));
+    ASSERT_EQ(::send(pair->client.fd(), "c", 1, MSG_OOB), 1);
+    ASSERT_TRUE(pair->client.write_all(bytes_of("de"), patience()));
+    reader.join();
+    EXPECT_EQ(received, "abde") << "the urgent byte is out of band";
+  });
+}
+
 TEST(TcpStream, ReadExactAndEndOfStream) {
   run_on(1, [] {
     tern::Result<Connected> pair = connect_loopback();
