@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
@@ -318,21 +319,26 @@ TEST(Offload, RunsElsewhereAndReturnsTheResult) {
 
 TEST(Offload, ManyFibersWaitWhileTheWorkerKeepsRunning) {
   on_workers(1, [] {
+    // The offloaded jobs block until the worker's own fiber has run while they were pending:
+    // if offload blocked the worker, they could never finish.
+    tern::Event worker_ran;
     std::atomic<int> done{0};
-    std::vector<tern::Fiber> fibers;
+    tern::WaitGroup group;
+    group.add(16);
     for (int i = 0; i < 16; ++i) {
-      fibers.push_back(tern::spawn([&] {
-        tern::io::offload([] { std::this_thread::sleep_for(5ms); });  // blocking work
+      tern::spawn([&] {
+        tern::io::offload([&] {
+          while (!worker_ran.is_set()) std::this_thread::yield();  // blocking work
+        });
         done++;
-      }));
+        group.done();
+      }).detach();
     }
-    int spins = 0;
-    while (done.load() < 16) {  // the worker is free while the pool sleeps
-      ++spins;
-      (void)tern::this_fiber::sleep_for(1ms);
-    }
-    for (tern::Fiber& f : fibers) f.join();
-    EXPECT_GT(spins, 0);
+    tern::this_fiber::yield();  // every fiber has handed its job to the pool and parked
+    EXPECT_EQ(done.load(), 0);
+    worker_ran.set();
+    ASSERT_TRUE(group.wait_for(30s));
+    EXPECT_EQ(done.load(), 16);
   });
 }
 
