@@ -8,8 +8,6 @@
 #include <mutex>
 #include <string>
 
-#include "tern/fiber/runtime.h"
-
 namespace tern::io {
 
 namespace detail {
@@ -36,9 +34,9 @@ Result<void> connect_outcome(int fd) noexcept {
   return {};
 }
 
-Reactor* Reactor::current() noexcept {
-  return Runtime::current() != nullptr ? current_reactor : nullptr;
-}
+// A reactor clears itself in its destructor on the worker thread that owns it (worker 0 is the
+// thread that called Runtime::run and destroys the schedulers), so the pointer is never stale.
+Reactor* Reactor::current() noexcept { return current_reactor; }
 
 }  // namespace detail
 
@@ -83,7 +81,7 @@ std::unique_ptr<Parker> make_default_reactor(std::size_t worker) {
 }
 
 // Every runtime in a program that links tern::io gets reactors without asking.
-const bool registered = [] {
+[[maybe_unused]] const bool registered = [] {
   set_default_parker_factory(&make_default_reactor);
   return true;
 }();
@@ -118,7 +116,6 @@ Result<void> uring_available() {
 }
 
 std::function<std::unique_ptr<Parker>(std::size_t)> reactors(BackendChoice choice) {
-  (void)registered;
   return [choice](std::size_t worker) { return make_reactor(choice, worker); };
 }
 

@@ -43,12 +43,10 @@ Result<TcpStream> Connector::connect(Deadline deadline) {
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(backoff_ * spread);
     backoff_ = std::min(options_.max_backoff, std::chrono::duration_cast<std::chrono::milliseconds>(
                                                   backoff_ * options_.multiplier));
+    // No point waiting for a retry that could not start before the deadline.
     if (deadline != kNoDeadline && Clock::now() + wait >= deadline)
       return fail(std::errc::timed_out);
-    if (Result<void> slept = this_fiber::sleep_until(std::min(deadline, Clock::now() + wait));
-        !slept)
-      return fail(slept.error());
-    if (Clock::now() >= deadline) return fail(std::errc::timed_out);
+    if (Result<void> slept = this_fiber::sleep_for(wait); !slept) return fail(slept.error());
   }
 }
 

@@ -25,12 +25,6 @@ class MpscQueue {
     prev->next.store(node, std::memory_order_release);
   }
 
-  // Whether the queue looks empty; exact only on the consumer thread with no push in flight.
-  bool empty() const noexcept {
-    return tail_ == &stub_ && stub_.next.load(std::memory_order_acquire) == nullptr &&
-           head_.load(std::memory_order_acquire) == &stub_;
-  }
-
   // Dequeues the oldest node, or returns nullptr when empty (or when a producer is between
   // its two steps; that node shows up on a later call). Consumer thread only.
   MpscNode* pop() noexcept {
