@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""tern's benchmark suite: every table of ../shared/SEEDS.md, tern and its peers side by side,
+in one run on this machine. `make bench` runs the quick pass; `make bench FULL=1` the full
+matrix. Writes bench/results/<UTC stamp>.json (raw: every run and the machine), then
+bench/REPORT.md and its plots (bench/suite/report.py).
+
+Servers listen on 127.0.0.1 port 0 and are stopped after each cell; every cell is bounded in
+time. Before each cell the suite waits (at most --quiet-wait seconds) for the machine to be
+90% idle, and it records how much CPU other processes took while the cell ran."""
+
+import argparse
+import datetime
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import machine  # noqa: E402
+import servers  # noqa: E402
+import tables  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default=os.path.join(REPO, "build", "release"),
+                        help="release build directory with TERN_BUILD_BENCH=ON (default: %(default)s)")
+    parser.add_argument("--full", action="store_true", help="the whole matrix (~30 min)")
+    parser.add_argument("--only", default="", help="comma-separated tables: switch,000,002,003,004")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="seconds per throughput cell (default: 3 quick, 5 full)")
+    parser.add_argument("--quiet-wait", type=float, default=10.0,
+                        help="wait at most this long before each cell for an idle machine")
+    parser.add_argument("--results", default=os.path.join(REPO, "bench", "results"),
+                        help="directory for the raw JSON results (default: %(default)s)")
+    parser.add_argument("--report", default=os.path.join(REPO, "bench", "REPORT.md"),
+                        help="the markdown report to write (default: %(default)s)")
+    parser.add_argument("--list", action="store_true", help="print the cells and exit")
+    return parser.parse_args()
+
+
+def children_ticks():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * machine.CLOCK_TICKS
+
+
+def describe_cell(cell):
+    words = [cell["mode"]] + [a for a in cell["args"] if a not in ("--json",)]
+    if cell.get("server"):
+        words.append(f"vs {cell['server']}")
+    return " ".join(words)
+
+
+def parse_json_lines(text):
+    runs = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                runs.append(json.loads(line))
+            except ValueError:
+                pass
+    return runs
+
+
+class Suite:
+    def __init__(self, args):
+        self.args = args
+        self.build = os.path.abspath(args.build)
+        self.catalog = servers.Catalog(self.build)
+        self.tern_bench = os.path.join(self.build, "tools", "tern-bench")
+        self.switch_peers = os.path.join(self.build, "bench", "switch_peers")
+        self.failures = []
+
+    def program(self, cell):
+        return self.switch_peers if cell.get("program") == "switch_peers" else self.tern_bench
+
+    def run_cell(self, cell):
+        """Runs one cell; returns the list of run records it produced."""
+        quiet = machine.wait_until_quiet(self.args.quiet_wait)
+        server_name = cell.get("server")
+        server_threads = cell.get("server_threads", 0)
+        client_threads = cell.get("client_threads", 1)
+        server_cpus, client_cpus, placement = ([], [], "one process")
+        server = None
+        command = [self.program(cell)]
+        if cell.get("program") != "switch_peers":
+            command += [cell["mode"]] + cell["args"] + ["--json", "--quiet"]
+        else:
+            command += cell["args"]
+        if server_name:
+            server_cpus, client_cpus, placement = machine.placement(server_threads,
+                                                                    client_threads)
+            server = servers.RunningServer(
+                server_name,
+                self.catalog.command(server_name, server_threads, cell.get("server_mode", "echo"),
+                                     cell.get("buf", 16384)),
+                server_cpus)
+            command[2:2] = [f"tcp://127.0.0.1:{server.port}", "--name", server_name,
+                            "--server-pid", str(server.pid)]
+        command = machine.taskset(client_cpus, command)
+
+        busy0, total0 = machine.busy_and_total_ticks()
+        client0 = children_ticks()
+        server0 = machine.process_ticks(server.pid) if server else 0
+        started = time.monotonic()
+        try:
+            out = subprocess.run(command, capture_output=True, text=True, timeout=900)
+            status, stdout, stderr = out.returncode, out.stdout, out.stderr
+        except subprocess.TimeoutExpired as timeout:
+            status, stdout, stderr = -1, timeout.stdout or "", "timed out after 900 s"
+            if isinstance(stdout, bytes):
+                stdout = stdout.decode(errors="replace")
+        elapsed = time.monotonic() - started
+        server_ticks = (machine.process_ticks(server.pid) or server0) - server0 if server else 0
+        busy1, total1 = machine.busy_and_total_ticks()
+        client_ticks = children_ticks() - client0
+        server_status = server.stop() if server else 0
+        other_pct = max(0.0, (busy1 - busy0) - server_ticks - client_ticks) / max(
+            elapsed, 1e-9) / machine.CLOCK_TICKS * 100.0
+
+        runs = parse_json_lines(stdout)
+        problem = None
+        if status != 0:
+            problem = f"exit status {status}: {stderr.strip()[-400:]}"
+        elif not runs:
+            problem = f"no JSON result: {stderr.strip()[-400:]}"
+        if server and server_status not in (0, None):
+            problem = (problem + "; " if problem else "") + (
+                f"{server_name} exited with status {server_status}: {server.log()[-400:]}")
+        if not runs:
+            runs = [{"mode": cell["mode"], "target": server_name or cell["mode"],
+                     "verified": False, "figures": {}}]
+        for run in runs:
+            run["suite"] = {
+                "table": cell["table"], "server": server_name, "server_threads": server_threads,
+                "client_threads": client_threads, "placement": placement, "before": quiet,
+                "other_cpu_pct": round(other_pct, 1), "command": " ".join(command),
+                "label": cell.get("label", ""), "problem": problem,
+            }
+            if problem:
+                run["verified"] = False
+        if problem:
+            self.failures.append(f"{describe_cell(cell)}: {problem}")
+        return runs
+
+    def run(self, cells):
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        os.makedirs(self.args.results, exist_ok=True)
+        path = os.path.join(self.args.results, f"{stamp}.json")
+        info = machine.describe(self.build)
+        info["stamp"] = stamp
+        info["pass"] = "full" if self.args.full else "quick"
+        result = {"machine": info, "peers": self.catalog.versions,
+                  "skipped": self.catalog.skipped, "runs": []}
+        for name, reason in self.catalog.skipped.items():
+            print(f"suite: skip {name}: {reason}", flush=True)
+        print(f"suite: {len(cells)} cells on {info['cpu']}, {info['cpus_usable']} CPUs, "
+              f"{info['kernel']}; results in {path}", flush=True)
+        for index, cell in enumerate(cells, 1):
+            if cell.get("server") and cell["server"] in self.catalog.skipped:
+                continue
+            started = time.monotonic()
+            runs = self.run_cell(cell)
+            result["runs"].extend(runs)
+            with open(path, "w") as f:
+                json.dump(result, f, indent=1)
+            print(f"[{index}/{len(cells)}] {describe_cell(cell)}: "
+                  f"{'; '.join(summarize(r) for r in runs)} "
+                  f"({time.monotonic() - started:.0f} s, {runs[0]['suite']['before']})",
+                  flush=True)
+        return path
+
+
+def summarize(run):
+    """One short line for a run record."""
+    figures = run.get("figures", {})
+    keys = ["mb_per_s", "pkg_per_s", "sessions_per_s", "mib_per_s", "ns_per_switch",
+            "calls_per_s", "p99_us"]
+    parts = [f"{k}={figures[k]:.6g}" for k in keys if isinstance(figures.get(k), (int, float))]
+    if not run.get("verified", False):
+        parts.append("NOT VERIFIED")
+    return f"{run.get('target', '?')}: " + " ".join(parts)
+
+
+def main():
+    args = parse_args()
+    seconds = args.seconds or (5.0 if args.full else 3.0)
+    only = [o.strip() for o in args.only.split(",") if o.strip()]
+    cells = tables.all_cells(args.full, seconds, only)
+    if args.list:
+        for cell in cells:
+            print(describe_cell(cell))
+        return 0
+    suite = Suite(args)
+    for program in {suite.program(c) for c in cells}:
+        if not os.access(program, os.X_OK):
+            print(f"suite: {program} is missing: build with -DTERN_BUILD_BENCH=ON", file=sys.stderr)
+            return 1
+    path = suite.run(cells)
+    report = [sys.executable, os.path.join(REPO, "bench", "suite", "report.py"), path,
+              "--output", args.report]
+    subprocess.run(report, check=False)
+    if suite.failures:
+        print("suite: these cells failed or were not verified:", file=sys.stderr)
+        for failure in suite.failures:
+            print(f"  {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""The servers a benchmark cell runs against: tern-echo and the peers in bench/peers."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+
+import machine
+
+START_LINE = re.compile(r"listening on (\S+):(\d+)")
+
+
+class Catalog:
+    """Where each server's binary is, and which peers this machine could not build."""
+
+    def __init__(self, build_dir):
+        self.build = build_dir
+        self.binaries = {
+            "tern": os.path.join(build_dir, "tools", "tern-echo"),
+            "tern-uring": os.path.join(build_dir, "tools", "tern-echo"),
+            "asio": os.path.join(build_dir, "bench", "asio_echo"),
+            "otechod": os.path.join(build_dir, "bench", "otechod"),
+            "mtserver": os.path.join(build_dir, "bench", "mtserver"),
+            "go": os.path.join(build_dir, "peers", "go_echo"),
+            "tokio": os.path.join(build_dir, "peers", "tokio_echo"),
+        }
+        self.versions = self._read_versions()
+        self.skipped = {}
+        for name, path in self.binaries.items():
+            if not os.access(path, os.X_OK):
+                reason = self.versions.get(name, {}).get("reason") or f"{path} was not built"
+                self.skipped[name] = reason
+
+    def _read_versions(self):
+        path = os.path.join(self.build, "peers", "versions.json")
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        peers = data.get("peers", data) if isinstance(data, dict) else data
+        if isinstance(peers, dict):
+            peers = [dict(v, name=k) if isinstance(v, dict) else {"name": k, "version": v}
+                     for k, v in peers.items()]
+        by_name = {}
+        for peer in peers if isinstance(peers, list) else []:
+            name = str(peer.get("name", ""))
+            short = {"go_echo": "go", "tokio_echo": "tokio", "asio_echo": "asio"}.get(name, name)
+            by_name[short] = peer
+        return by_name
+
+    def available(self, names):
+        """The names from `names` whose binaries exist."""
+        return [n for n in names if n not in self.skipped]
+
+    def command(self, name, threads, mode="echo", buf=16384):
+        """The command line starting server `name` on 127.0.0.1, port 0."""
+        path = self.binaries[name]
+        common = ["--host", "127.0.0.1", "--port", "0"]
+        if name in ("tern", "tern-uring"):
+            io = "uring" if name == "tern-uring" else "epoll"
+            return [path, "--io", io, "--threads", str(threads), "--mode", mode,
+                    "--buf", str(buf)] + common
+        if name == "otechod":
+            return [path] + common
+        if name == "mtserver":
+            return [path, "--mode", "ttcp" if mode == "ttcp" else "echo"] + common
+        return [path, "--threads", str(threads)] + common
+
+
+class RunningServer:
+    """A server process started for one cell; stop() ends it and reports how it went."""
+
+    def __init__(self, name, command, cpus):
+        self.name = name
+        self.output = tempfile.TemporaryFile(mode="w+")
+        self.process = subprocess.Popen(machine.taskset(cpus, command), stdout=self.output,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+        self.port = self._wait_for_port(command[0])
+
+    def _wait_for_port(self, program, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.output.seek(0)
+            match = START_LINE.search(self.output.read())
+            if match:
+                return int(match.group(2))
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.02)
+        text = self.log()
+        self.stop()
+        raise RuntimeError(f"{self.name} ({program}) did not start listening: {text[-800:]}")
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def log(self):
+        self.output.seek(0)
+        return self.output.read()
+
+    def stop(self, timeout=10.0):
+        """SIGTERM, then SIGKILL after `timeout`; returns the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        return self.process.returncode

@@ -1,0 +1,123 @@
+"""The cells of every seed table (../shared/SEEDS.md), for the quick pass and the full matrix.
+
+A cell is a dict:
+  table           seed id: "000", "002-ttcp", "002-log", "003", "004", "switch"
+  server          server name (servers.Catalog) or None for in-process runs
+  server_threads  threads of the server
+  server_mode     tern-echo's --mode for this cell (peers echo whatever comes)
+  buf             the server's read buffer
+  args            tern-bench arguments after the subcommand (the target is added by the runner)
+  client_threads  threads the client runs on (for pinning)
+  program         "tern-bench" (default) or "switch_peers"
+"""
+
+# Servers compared in each table; peers missing on this machine are skipped by the runner.
+ECHO_PEERS = ["asio", "go", "tokio"]
+TRAFFIC_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
+PINGPONG_SERVERS = ["tern", "tern-uring"] + ECHO_PEERS
+SESSIONS_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
+
+
+def switch_cells(switches):
+    cells = [{"table": "switch", "server": None, "args": ["--switches", str(switches)],
+              "mode": "switch"}]
+    for impl in ("boost", "ucontext"):
+        cells.append({"table": "switch", "server": None, "program": "switch_peers",
+                      "args": ["--impl", impl, "--switches", str(switches), "--json"],
+                      "mode": "switch"})
+    return cells
+
+
+def traffic_cells(seconds, full):
+    cases = [("-A", 10, 1024), ("-S", 10, 1024)]
+    if full:
+        cases += [("-A", 50, 1024), ("-A", 10, 128), ("-A", 10, 10240), ("-S", 50, 1024)]
+    cells = []
+    for flag, threads, size in cases:
+        workers = 1
+        for server in TRAFFIC_SERVERS:
+            cells.append({
+                "table": "000", "mode": "traffic", "server": server, "server_threads": 1,
+                "server_mode": "frame16", "buf": 16384, "client_threads": workers,
+                "args": [flag, "-t", str(threads), "-s", str(size), "-c", "1",
+                         "--workers", str(workers), "--duration", str(seconds)]})
+    # The seed's "server discards the message" case: tern only (the peers echo everything).
+    cells.append({
+        "table": "000", "mode": "traffic", "server": "tern", "server_threads": 1,
+        "server_mode": "frame16", "buf": 16384, "client_threads": 1,
+        "args": ["-A", "-t", "10", "-s", "1024", "-c", "2", "--workers", "1",
+                 "--duration", str(seconds)]})
+    return cells
+
+
+def ttcp_cells(count, repeat):
+    common = ["--count", str(count), "--size", "1000", "--repeat", str(repeat)]
+    cells = [
+        {"table": "002-ttcp", "mode": "ttcp", "server": "mtserver", "server_threads": 1,
+         "server_mode": "ttcp", "client_threads": 1, "label": "blocking client, mtserver",
+         "args": ["--client", "blocking"] + common},
+    ]
+    for server, io in (("tern", "epoll"), ("tern-uring", "uring")):
+        cells.append({"table": "002-ttcp", "mode": "ttcp", "server": server, "server_threads": 1,
+                      "server_mode": "ttcp", "client_threads": 1,
+                      "label": f"fiber client, tern-echo ({io})",
+                      "args": ["--client", "fiber", "--io", io, "--workers", "1"] + common})
+    for io in ("epoll", "uring"):
+        cells.append({"table": "002-ttcp", "mode": "ttcp", "server": None,
+                      "label": f"fibers, one worker ({io})",
+                      "args": ["--in-process", "--io", io, "--workers", "1"] + common})
+    return cells
+
+
+def log_cells(calls):
+    return [{"table": "002-log", "mode": "log", "server": None,
+             "args": ["--threads", str(threads), "--calls", str(calls)]}
+            for threads in (1, 4)]
+
+
+def pingpong_cells(seconds, full):
+    blocks = [16384, 32768, 65536] if full else [16384]
+    threads_list = [1, 2, 4] if full else [1]
+    cells = []
+    for block in blocks:
+        for threads in threads_list:
+            for sessions in (1, 10, 100):
+                for server in PINGPONG_SERVERS:
+                    cells.append({
+                        "table": "003", "mode": "pingpong", "server": server,
+                        "server_threads": threads, "server_mode": "echo", "buf": block,
+                        "client_threads": threads,
+                        "args": ["--threads", str(threads), "--block", str(block),
+                                 "--sessions", str(sessions), "--duration", str(seconds)]})
+    return cells
+
+
+def sessions_cells(total, full):
+    in_flight_list = [100, 500, 1000, 5000, 10000] if full else [100, 1000, 10000]
+    cells = []
+    for in_flight in in_flight_list:
+        for server in SESSIONS_SERVERS:
+            cells.append({
+                "table": "004", "mode": "sessions", "server": server, "server_threads": 1,
+                "server_mode": "echo", "buf": 16384, "client_threads": 1,
+                "args": ["--total", str(total), "--in-flight", str(in_flight), "--messages", "3",
+                         "--size", "8", "--workers", "1", "--duration", "120"]})
+    return cells
+
+
+def all_cells(full, seconds, only=None):
+    """Every cell of the pass, in the order they run."""
+    tables = {
+        "switch": switch_cells(10_000_000),
+        "000": traffic_cells(seconds, full),
+        "002-ttcp": ttcp_cells(81920, 3),
+        "002-log": log_cells(1_000_000),
+        "003": pingpong_cells(seconds, full),
+        "004": sessions_cells(50_000 if full else 20_000, full),
+    }
+    cells = []
+    for name, table_cells in tables.items():
+        if only and not any(name.startswith(o) for o in only):
+            continue
+        cells.extend(table_cells)
+    return cells
