@@ -198,6 +198,9 @@ def main():
         for cell in cells:
             print(describe_cell(cell))
         return 0
+    # Every server and client inherits the hard descriptor limit (10,000 sessions in flight).
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     suite = Suite(args)
     for program in {suite.program(c) for c in cells}:
         if not os.access(program, os.X_OK):
