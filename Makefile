@@ -2,13 +2,17 @@
 #   make test           configure, build and run the test suite (Debug, debug checks on)
 #   make asan           the same suite under AddressSanitizer + UBSan (built with clang 19)
 #   make tsan           the same suite under ThreadSanitizer
-#   make bench          build in release mode and run the benchmarks (micro, then I/O:
-#                       bench/suite/io.sh; IO_SECONDS=1 shortens it)
+#   make bench          build tern and the peers in release mode and run the quick pass of the
+#                       benchmark suite (every seed table, a few cells each; bench/REPORT.md)
+#   make bench FULL=1   the whole matrix (about 30 minutes) plus the fiber micro benchmarks;
+#                       BENCH_ARGS passes options to bench/suite/run.py (e.g. --only 003)
 #   make format         reformat the sources; make format-check only checks
 #   make cross-aarch64  cross-build the aarch64 context switch and run its test under qemu
 
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
+FULL ?=
+BENCH_ARGS ?=
 CLANG_FORMAT ?= clang-format-19
 GENERATOR := -G Ninja
 SOURCES = $(shell git ls-files '*.h' '*.cc' 2>/dev/null)
@@ -38,8 +42,10 @@ bench: setup
 	cmake -S . -B build/release $(GENERATOR) -DCMAKE_BUILD_TYPE=Release -DTERN_BUILD_TESTS=OFF \
 	  -DTERN_BUILD_BENCH=ON
 	cmake --build build/release -j $(JOBS)
-	bash bench/micro/run.sh build/release
-	bash bench/suite/io.sh build/release
+	bash bench/peers/build.sh build/release
+	bash bench/suite/venv.sh build/bench-venv
+	$(if $(FULL),bash bench/micro/run.sh build/release)
+	python3 bench/suite/run.py --build build/release $(if $(FULL),--full) $(BENCH_ARGS)
 
 format: setup
 	$(CLANG_FORMAT) -i $(SOURCES)

@@ -78,7 +78,7 @@ class Report:
                  "tern-bench clients on epoll unless a row says otherwise"],
                 ["io_uring", m.get("io_uring", "?")], ["load average before", m.get("loadavg_before", "?")]]
         for name, peer in sorted(self.results.get("peers", {}).items()):
-            version = peer.get("version") or peer.get("toolchain") or json.dumps(peer)
+            version = ", ".join(str(peer[k]) for k in ("library", "toolchain") if peer.get(k))
             rows.append([f"peer {name}", version])
         self.write(table(["", ""], rows))
         for name, reason in sorted(self.results.get("skipped", {}).items()):

@@ -31,7 +31,7 @@ class Catalog:
         self.skipped = {}
         for name, path in self.binaries.items():
             if not os.access(path, os.X_OK):
-                reason = self.versions.get(name, {}).get("reason") or f"{path} was not built"
+                reason = self.versions.get(name, {}).get("skip_reason") or f"{path} was not built"
                 self.skipped[name] = reason
 
     def _read_versions(self):
