@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "scheduler.h"
+#include "tern/log/log.h"
 
 namespace tern::detail {
 
@@ -50,6 +51,7 @@ void on_segv(int signal, siginfo_t* info, void* context) {
       n = append_number(message, n, sizeof message, fiber->stack.size / 1024);
       n = append(message, n, sizeof message, " KiB); give it a larger FiberOptions::stack_size\n");
       [[maybe_unused]] ssize_t ignored = ::write(STDERR_FILENO, message, n);
+      tern::log::emergency_flush();  // what this and other threads logged before the overflow
       std::abort();
     }
   }

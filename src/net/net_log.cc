@@ -2,7 +2,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
+
+#include "tern/log/log.h"
 
 namespace tern::net::detail {
 
@@ -19,10 +20,9 @@ void log_rate_limited(const std::string& message) {
   }
   const std::uint64_t skipped = suppressed.exchange(0, std::memory_order_relaxed);
   if (skipped > 0) {
-    std::fprintf(stderr, "tern: %s (and %llu similar messages)\n", message.c_str(),
-                 static_cast<unsigned long long>(skipped));
+    TERN_LOG_WARN("{} (and {} similar messages)", message, skipped);
   } else {
-    std::fprintf(stderr, "tern: %s\n", message.c_str());
+    TERN_LOG_WARN("{}", message);
   }
 }
 

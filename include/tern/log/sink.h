@@ -1,0 +1,80 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tern/base/result.h"
+
+namespace tern::log {
+
+// Where formatted lines go. The logger calls a sink from one thread at a time: the background
+// writer, or (synchronous mode) the logging thread under the logger's lock; a sink must not log.
+class Sink {
+ public:
+  virtual ~Sink();
+  // Writes whole lines (every chunk ends with '\n'). Called by the logger only.
+  virtual void write(std::string_view lines) = 0;
+  // Hands buffered bytes to the operating system. Called by the logger only (shutdown, flush()).
+  virtual void flush() {}
+};
+
+// Writes lines to a file descriptor, standard error (2) by default; the descriptor is not owned.
+class StderrSink final : public Sink {
+ public:
+  // Any thread.
+  explicit StderrSink(int fd = 2) noexcept : fd_(fd) {}
+  void write(std::string_view lines) override;
+
+ private:
+  int fd_;
+};
+
+// How a FileSink names, rotates and keeps its files.
+struct FileSinkOptions {
+  std::string path;             // the file written now; empty: no file sink
+  std::uint64_t max_bytes = 0;  // rotate before the file would grow past this (0: no limit)
+  bool daily = false;           // rotate when the UTC day changes
+  std::size_t backups = 5;      // rotated files kept: path.1 (newest) .. path.N; older dropped
+  // The clock the daily rotation reads (tests inject one); empty: std::chrono::system_clock.
+  std::function<std::chrono::system_clock::time_point()> clock;
+};
+
+// Appends lines to a file, rotating it by size and/or by day: path becomes path.1, path.1
+// becomes path.2 and so on up to path.N, whose old contents are dropped. A line is never split
+// across two files. Lines go straight to write(2): the logger batches them already.
+class FileSink final : public Sink {
+ public:
+  // Opens (creating or appending to) options.path. Any thread.
+  static Result<std::shared_ptr<FileSink>> open(FileSinkOptions options);
+  ~FileSink() override;
+
+  void write(std::string_view lines) override;
+  // Failed writes and reopens since the sink was opened (the logger cannot log them). Any
+  // thread.
+  std::uint64_t errors() const noexcept { return errors_.load(std::memory_order_relaxed); }
+
+  // Use open().
+  FileSink(FileSinkOptions options, int fd, std::uint64_t size);
+
+ private:
+  std::int64_t today() const;
+  void rotate();
+  void write_all(std::string_view bytes);
+  void count_error() noexcept { errors_.fetch_add(1, std::memory_order_relaxed); }
+
+  FileSinkOptions options_;
+  std::vector<std::string> names_;  // path, path.1 .. path.N, built once (rotation allocates none)
+  int fd_;
+  std::uint64_t size_;
+  std::int64_t day_;
+  std::atomic<std::uint64_t> errors_{0};
+};
+
+}  // namespace tern::log
