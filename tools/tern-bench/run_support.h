@@ -1,0 +1,75 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "cpu.h"
+#include "options.h"
+#include "report.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+
+// What every mode does around its load: the file limit, the client runtime, the report's
+// common fields, the CPU meters. From the thread that runs the mode unless noted.
+namespace tern::bench {
+
+// Raises RLIMIT_NOFILE's soft limit to the hard limit; returns the soft limit now in force.
+std::size_t raise_file_limit();
+
+// A client runtime of `workers` workers on the backend named by `io` (epoll, uring, auto).
+RuntimeOptions client_runtime(std::size_t workers, std::string_view io);
+
+// The report's mode, target and the network parameters every mode shares (target_address, io,
+// workers, duration_s); `backend` is the backend the client really ran on.
+void add_network_params(Report& report, const NetworkOptions& net, std::string_view backend);
+
+// The client's CPU (this process) and, with --server-pid, the server's, over one interval.
+class CpuWindow {
+ public:
+  explicit CpuWindow(pid_t server_pid) : server_(server_pid) { has_server_ = server_pid > 0; }
+  void start();
+  // Ends the interval and puts client_cpu_pct (and server_cpu_pct) into the report.
+  void stop(Report& report);
+
+ private:
+  CpuMeter client_{0};
+  CpuMeter server_;
+  bool has_server_ = false;
+};
+
+// Starts fn(i) for every i in [0, n) as a detached fiber named `name`, fiber i on worker
+// i % workers. From a worker fiber; throws std::runtime_error if a worker refuses the work.
+template <typename Fn>
+void spread_fibers(std::size_t n, std::string_view name, Fn fn) {
+  const std::size_t workers = this_worker::count();
+  for (std::size_t worker = 0; worker < workers && worker < n; ++worker) {
+    Result<void> posted = post(worker, [fn, worker, workers, n, name] {
+      for (std::size_t i = worker; i < n; i += workers)
+        spawn([fn, i] { fn(i); }, {.name = name}).detach();
+    });
+    if (!posted) throw std::runtime_error("a worker of the client runtime refused work");
+  }
+}
+
+// Pins the calling thread to one CPU (cpu < 0: leaves it alone); false if the kernel refuses.
+bool pin_this_thread(int cpu);
+// The index-th CPU this process may run on (-1 if there are fewer).
+int usable_cpu(std::size_t index);
+
+// Seconds as a steady_clock duration.
+inline std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(s));
+}
+
+// Seconds between two time points, as a double.
+inline double seconds_between(std::chrono::steady_clock::time_point from,
+                              std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+}  // namespace tern::bench
