@@ -63,10 +63,20 @@ def parse_json_lines(text):
         line = line.strip()
         if line.startswith("{"):
             try:
-                runs.append(json.loads(line))
+                runs.append(normalized(json.loads(line)))
             except ValueError:
                 pass
     return runs
+
+
+def normalized(run):
+    """A run in tern-bench's shape: switch_peers prints its figures at the top level."""
+    if "figures" not in run:
+        numbers = {k: v for k, v in run.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        run["figures"] = numbers
+        run["params"] = {"switches": numbers.get("switches")}
+    return run
 
 
 class Suite:
@@ -74,7 +84,7 @@ class Suite:
         self.args = args
         self.build = os.path.abspath(args.build)
         self.catalog = servers.Catalog(self.build)
-        self.tern_bench = os.path.join(self.build, "tools", "tern-bench")
+        self.tern_bench = os.path.join(self.build, "tools", "tern-bench", "tern-bench")
         self.switch_peers = os.path.join(self.build, "bench", "switch_peers")
         self.failures = []
 

@@ -62,10 +62,16 @@ def ttcp_cells(count, repeat):
                       "server_mode": "ttcp", "client_threads": 1,
                       "label": f"fiber client, tern-echo ({io})",
                       "args": ["--client", "fiber", "--io", io, "--workers", "1"] + common})
+    # The seed's setup: sender and receiver in one process on one CPU (coroutines in one thread;
+    # blocking: two threads sharing the CPU).
+    cells.append({"table": "002-ttcp", "mode": "ttcp", "server": None,
+                  "label": "in one process: blocking threads, one CPU",
+                  "args": ["--in-process", "--client", "blocking", "--placement", "same"] + common})
     for io in ("epoll", "uring"):
         cells.append({"table": "002-ttcp", "mode": "ttcp", "server": None,
-                      "label": f"fibers, one worker ({io})",
-                      "args": ["--in-process", "--io", io, "--workers", "1"] + common})
+                      "label": f"in one process: fibers, one worker ({io})",
+                      "args": ["--in-process", "--io", io, "--workers", "1", "--placement",
+                               "same"] + common})
     return cells
 
 
@@ -110,7 +116,7 @@ def all_cells(full, seconds, only=None):
     tables = {
         "switch": switch_cells(10_000_000),
         "000": traffic_cells(seconds, full),
-        "002-ttcp": ttcp_cells(81920, 3),
+        "002-ttcp": ttcp_cells(81920, 3 if full else 1),
         "002-log": log_cells(1_000_000),
         "003": pingpong_cells(seconds, full),
         "004": sessions_cells(50_000 if full else 20_000, full),

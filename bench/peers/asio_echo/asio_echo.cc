@@ -7,7 +7,7 @@
 //
 // Threads: 1 runs one io_context on one thread. N > 1 runs either N io_contexts, each on its own
 // thread with its own SO_REUSEPORT acceptor (--model contexts, the default: the faster on
-// loopback, see bench/suite/io.sh), or one io_context run by N threads (--model shared).
+// loopback, see bench/suite/run.py), or one io_context run by N threads (--model shared).
 // Prints "asio_echo: listening on HOST:PORT ..." once it accepts; stops on SIGINT/SIGTERM or
 // after --duration seconds.
 
