@@ -281,6 +281,29 @@ TEST(AcceptConnect, LoopbackEchoAcrossWorkers) {
   });
 }
 
+TEST(Fairness, AFiberWhoseSocketsNeverBlockLetsTheOthersRun) {
+  // Data is always there for this fiber, so its reads and writes never wait; the worker's other
+  // fibers must still get their turn long before it is done.
+  on_workers(1, [] {
+    constexpr int kRounds = 20000;
+    int rounds_done = 0;
+    int rounds_when_other_ran = -1;
+    SocketPair pair;
+    tern::Fiber busy = tern::spawn([&] {
+      std::array<std::byte, 64> buf{};
+      for (; rounds_done < kRounds; ++rounds_done) {
+        ASSERT_TRUE(tern::io::write(pair.fds[0], buf, tern::kNoDeadline));
+        ASSERT_TRUE(tern::io::read(pair.fds[1], buf, tern::kNoDeadline));
+      }
+    });
+    tern::Fiber other = tern::spawn([&] { rounds_when_other_ran = rounds_done; });
+    busy.join();
+    other.join();
+    EXPECT_GE(rounds_when_other_ran, 0);
+    EXPECT_LT(rounds_when_other_ran, kRounds / 10);
+  });
+}
+
 TEST(WaitReady, ReportsReadabilityAndWritability) {
   on_workers(1, [] {
     SocketPair pair;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <string>
+#include <memory>
 #include <vector>
 
 #include "../common/header16.h"
@@ -36,17 +37,20 @@ struct Config {
 
 // Writes back whatever arrives (SEEDS 003 pingpong, 004 sessions).
 void echo_stream(tern::net::TcpStream& stream, std::size_t buf_size) {
-  std::vector<std::byte> buf(buf_size);
+  // Not zeroed: a short-lived connection (SEEDS 004) would spend more on the memset than on I/O.
+  const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
+  const std::span buf(storage.get(), buf_size);
   for (;;) {
     tern::Result<std::size_t> n = stream.read(buf);
     if (!n || *n == 0) return;
-    if (!stream.write_all(std::span(buf).first(*n))) return;
+    if (!stream.write_all(buf.first(*n))) return;
   }
 }
 
 // Reads and drops everything (SEEDS 000 "server discards input").
 void discard_stream(tern::net::TcpStream& stream, std::size_t buf_size) {
-  std::vector<std::byte> buf(buf_size);
+  const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
+  const std::span buf(storage.get(), buf_size);
   for (;;) {
     tern::Result<std::size_t> n = stream.read(buf);
     if (!n || *n == 0) return;
