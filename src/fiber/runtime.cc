@@ -2,15 +2,21 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <latch>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
 
 #include "futex_parker.h"
+#include "log_context.h"
 #include "runtime_state.h"
 #include "scheduler.h"
 #include "tern/base/assert.h"
+#include "tern/log/log.h"
+#include "tern/prof/loop_profiler.h"
 
 namespace tern {
 
@@ -43,6 +49,47 @@ namespace {
 
 std::atomic<std::unique_ptr<Parker> (*)(std::size_t)> default_parker_factory{nullptr};
 
+constexpr std::size_t kMaxStartHooks = 8;
+std::atomic<RuntimeStartHook> start_hooks[kMaxStartHooks] = {};
+std::atomic<std::size_t> start_hook_count{0};
+
+// The profiler interval: the option, else TERN_PROF (read once; a bad value is reported once
+// and leaves the profiler off).
+std::chrono::nanoseconds prof_interval(const RuntimeOptions& options) {
+  if (options.prof_interval) return std::max(*options.prof_interval, std::chrono::milliseconds(0));
+  static const std::chrono::milliseconds from_environment = [] {
+    const char* value = std::getenv("TERN_PROF");
+    if (value == nullptr || *value == '\0') return std::chrono::milliseconds(0);
+    Result<std::chrono::milliseconds> parsed = prof::parse_interval(value);
+    if (!parsed) {
+      TERN_LOG_WARN(
+          "TERN_PROF={} is not an interval such as 10s, 500ms or 1m (or 0, off); the profiler "
+          "stays off",
+          value);
+      return std::chrono::milliseconds(0);
+    }
+    if (!TERN_PROF_ENABLED && parsed->count() > 0)
+      TERN_LOG_WARN("TERN_PROF={} is ignored: tern was built with -DTERN_PROF=OFF", value);
+    return *parsed;
+  }();
+  return from_environment;
+}
+
+// Says once why an admin endpoint that was asked for will not start.
+void check_admin_request(const RuntimeOptions& options) {
+  if (start_hook_count.load(std::memory_order_acquire) > 0) return;
+  const char* value = std::getenv("TERN_ADMIN");
+  const bool wanted =
+      options.admin_address ? !options.admin_address->empty() : value != nullptr && *value != '\0';
+  if (!wanted) return;
+  static std::once_flag said;
+  std::call_once(said, [] {
+    TERN_LOG_WARN(
+        "an admin endpoint was asked for (TERN_ADMIN or admin_address) but this program does "
+        "not link tern::net, which serves it");
+  });
+}
+
 std::unique_ptr<Parker> make_parker(const RuntimeOptions& options, std::size_t worker) {
   if (options.make_parker) {
     std::unique_ptr<Parker> parker = options.make_parker(worker);
@@ -61,8 +108,16 @@ void set_default_parker_factory(std::unique_ptr<Parker> (*factory)(std::size_t))
   default_parker_factory.store(factory, std::memory_order_release);
 }
 
+void add_runtime_start_hook(RuntimeStartHook hook) noexcept {
+  const std::size_t index = start_hook_count.fetch_add(1, std::memory_order_acq_rel);
+  TERN_ASSERT(index < kMaxStartHooks, "tern::add_runtime_start_hook: too many hooks");
+  start_hooks[index].store(hook, std::memory_order_release);
+}
+
 Runtime::Runtime(RuntimeOptions options)
-    : state_(std::make_unique<detail::RuntimeState>(this, std::move(options))) {}
+    : state_(std::make_unique<detail::RuntimeState>(this, std::move(options))) {
+  detail::register_log_context();
+}
 
 Runtime::~Runtime() = default;
 
@@ -81,22 +136,26 @@ void Runtime::run_erased(std::move_only_function<void()> fn) {
               "Runtime::run is already running on another thread");
 
   const std::size_t count = state_->worker_count();
+  const std::chrono::nanoseconds profile_every = prof_interval(state_->options());
+  check_admin_request(state_->options());
   state_->schedulers.clear();
   state_->schedulers.resize(count);
   std::latch constructed(static_cast<std::ptrdiff_t>(count));
   std::vector<std::thread> threads;
   threads.reserve(count - 1);
   for (std::size_t i = 1; i < count; ++i) {
-    threads.emplace_back([this, i, &constructed] {
+    threads.emplace_back([this, i, profile_every, &constructed] {
       state_->schedulers[i] =
           std::make_unique<detail::Scheduler>(state_.get(), i, make_parker(state_->options(), i));
       detail::Scheduler* scheduler = state_->schedulers[i].get();
+      scheduler->set_prof_interval(profile_every);
       constructed.count_down();
       scheduler->run();
     });
   }
   state_->schedulers[0] =
       std::make_unique<detail::Scheduler>(state_.get(), 0, make_parker(state_->options(), 0));
+  state_->schedulers[0]->set_prof_interval(profile_every);
   constructed.count_down();
   constructed.wait();
   {
@@ -104,6 +163,15 @@ void Runtime::run_erased(std::move_only_function<void()> fn) {
     state_->accepting = true;
   }
 
+  const std::size_t hooks =
+      std::min(start_hook_count.load(std::memory_order_acquire), kMaxStartHooks);
+  for (std::size_t i = 0; i < hooks; ++i) {
+    RuntimeStartHook hook = start_hooks[i].load(std::memory_order_acquire);
+    if (hook == nullptr) continue;
+    auto task = std::make_unique<detail::PostedTask>();
+    task->fn = [this, hook] { hook(state_->options()); };
+    state_->schedulers[0]->post(std::move(task));
+  }
   auto first = std::make_unique<detail::PostedTask>();
   first->fn = [this, fn = std::move(fn)]() mutable {
     fn();

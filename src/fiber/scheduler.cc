@@ -6,14 +6,19 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "debug_checks.h"
 #include "runtime_state.h"
 #include "stack_overflow.h"
 #include "tern/base/assert.h"
+#include "tern/log/log.h"
+#include "tern/prof/metrics.h"
 
 namespace tern::detail {
 
@@ -34,6 +39,38 @@ std::uintptr_t align_down(std::uintptr_t value, std::size_t alignment) {
   return value & ~(static_cast<std::uintptr_t>(alignment) - 1);
 }
 
+// Every scheduler that exists, for the metrics (tern_fibers_alive, tern_workers).
+struct LiveSchedulers {
+  std::mutex mutex;
+  std::vector<const Scheduler*> schedulers;
+};
+
+LiveSchedulers& live_schedulers() {
+  static LiveSchedulers* instance = new LiveSchedulers;  // never destroyed: used at exit
+  return *instance;
+}
+
+void collect_fiber_metrics(std::vector<prof::Family>& out) {
+  prof::Family alive{"tern_fibers_alive",
+                     "Fibers started and not yet finished, per worker",
+                     prof::MetricKind::gauge,
+                     {}};
+  prof::Family workers{
+      "tern_workers", "Worker threads of the running tern runtimes", prof::MetricKind::gauge, {}};
+  LiveSchedulers& live = live_schedulers();
+  std::lock_guard lock(live.mutex);
+  for (const Scheduler* scheduler : live.schedulers) {
+    alive.series.push_back(prof::Series{.labels = {{"worker", std::to_string(scheduler->index())}},
+                                        .value = static_cast<double>(scheduler->fibers_alive())});
+  }
+  workers.series.push_back(prof::Series{.value = static_cast<double>(live.schedulers.size())});
+  out.push_back(std::move(alive));
+  out.push_back(std::move(workers));
+}
+
+[[maybe_unused]] const prof::Registration fiber_metrics =
+    prof::MetricsRegistry::global().collector(&collect_fiber_metrics);
+
 }  // namespace
 
 Scheduler::Scheduler(RuntimeState* runtime, std::size_t index, std::unique_ptr<Parker> parker)
@@ -43,9 +80,17 @@ Scheduler::Scheduler(RuntimeState* runtime, std::size_t index, std::unique_ptr<P
   main_.state = FiberState::running;
   main_.refs = 1;
   std::snprintf(main_.name, sizeof main_.name, "worker-%zu", index);
+  LiveSchedulers& live = live_schedulers();
+  std::lock_guard lock(live.mutex);
+  live.schedulers.push_back(this);
 }
 
 Scheduler::~Scheduler() {
+  {
+    LiveSchedulers& live = live_schedulers();
+    std::lock_guard lock(live.mutex);
+    std::erase(live.schedulers, this);
+  }
   if (main_.locals != nullptr) {
     for (auto& [value, destroy] : *main_.locals)
       if (value != nullptr) destroy(value);
@@ -58,6 +103,7 @@ void Scheduler::run() {
   main_.id = runtime_->allocate_fiber_ids(1);
   sanitizer_adopt_thread(main_.sanitizer);
   AltSignalStack alt_stack;
+  start_profiler();
   for (;;) {
     take_remote_work();
     if (!timers_.empty()) fire_timers();
@@ -76,9 +122,9 @@ void Scheduler::run() {
     if (!run_queue_.empty()) {
       // Right after park() the parker's events are fresh: polling again would be a wasted
       // system call (an epoll_wait or io_uring_enter per wake-up) before any fiber has run.
-      if (!just_parked_) parker_->poll();
+      if (!just_parked_) timed(prof::LoopPhase::poll, [this] { parker_->poll(); });
       just_parked_ = false;
-      switch_to(run_queue_.pop_front());
+      timed(prof::LoopPhase::run, [this] { switch_to(run_queue_.pop_front()); });
       continue;
     }
     sleeping_.store(true, std::memory_order_relaxed);
@@ -89,11 +135,59 @@ void Scheduler::run() {
     }
     Deadline deadline = timers_.empty() ? kNoDeadline : timers_.earliest();
     if (stop_seen_) deadline = std::min(deadline, next_shutdown_report_);
-    parker_->park(deadline);
+#if TERN_PROF_ENABLED
+    if (prof_ != nullptr) deadline = std::min(deadline, prof_->next_report());
+#endif
+    timed(prof::LoopPhase::wait, [this, deadline] { parker_->park(deadline); });
     just_parked_ = true;
     sleeping_.store(false, std::memory_order_relaxed);
   }
+  stop_profiler();
   current_scheduler = nullptr;
+}
+
+void Scheduler::start_profiler() {
+#if TERN_PROF_ENABLED
+  if (prof_interval_.count() <= 0) return;
+  profiler_ = std::make_unique<prof::LoopProfiler>(index_, prof_interval_);
+  prof_ = profiler_.get();
+  prof_->attach();
+  prof_->restart_lap();
+#endif
+}
+
+void Scheduler::end_phase([[maybe_unused]] prof::LoopPhase phase,
+                          [[maybe_unused]] std::uint64_t start) noexcept {
+#if TERN_PROF_ENABLED
+  const std::uint64_t end = prof::LoopProfiler::now();
+  prof_->record(phase, start, end);
+  if (prof_->report_due(end)) {
+    report_profile(end, false);
+    prof_->restart_lap();
+  }
+#endif
+}
+
+void Scheduler::report_profile([[maybe_unused]] std::uint64_t now, [[maybe_unused]] bool final) {
+#if TERN_PROF_ENABLED
+  const std::string table = prof_->take_report(now, final);
+  const RuntimeOptions& options = runtime_->options();
+  if (options.prof_report) {
+    options.prof_report(index_, table);
+  } else {
+    TERN_LOG_INFO("{}", std::string_view(table).substr(0, table.size() - 1));  // one record
+  }
+#endif
+}
+
+void Scheduler::stop_profiler() {
+#if TERN_PROF_ENABLED
+  if (prof_ == nullptr) return;
+  if (!prof_->interval_empty()) report_profile(prof::LoopProfiler::now(), true);
+  prof_->detach();
+  prof_ = nullptr;
+  profiler_.reset();
+#endif
 }
 
 FiberSlot Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
@@ -128,6 +222,7 @@ void Scheduler::start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinabl
   fiber->refs = joinable ? 2 : 1;
   fiber->state = FiberState::ready;
   live_.push_back(*fiber);
+  alive_.store(alive_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   push_ready(fiber);
 }
 
@@ -168,6 +263,7 @@ void Scheduler::finish_running() noexcept {
   FiberControl* self = running_;
   self->state = FiberState::finished;
   live_.remove(*self);
+  alive_.store(alive_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   if (self->joiner != nullptr && claim(*self->joiner)) wake(*self->joiner);
   FiberControl* next = run_queue_.pop_front();
   switch_to(next != nullptr ? next : &main_);
@@ -315,33 +411,37 @@ void Scheduler::request_stop() noexcept {
 
 std::size_t Scheduler::take_remote_work() {
   std::size_t taken = 0;
-  while (MpscNode* node = remote_fibers_.pop()) {
-    FiberControl* fiber = FiberControl::from_remote(node);
-    fiber->state = FiberState::ready;
-    push_ready(fiber);
-    ++taken;
-  }
-  while (MpscNode* node = remote_tasks_.pop()) {
-    std::unique_ptr<PostedTask> task(static_cast<PostedTask*>(node));
-    auto run_task = [task = std::move(task)]() mutable { task->fn(); };
-    using Entry = FiberEntryOf<decltype(run_task)>;
-    FiberSlot slot = create_fiber(FiberOptions{.name = "posted"}, sizeof(Entry), alignof(Entry));
-    start_fiber(slot.fiber, ::new (slot.entry_storage) Entry(std::move(run_task)), false);
-    ++taken;
-  }
+  timed(prof::LoopPhase::posts, [this, &taken] {
+    while (MpscNode* node = remote_fibers_.pop()) {
+      FiberControl* fiber = FiberControl::from_remote(node);
+      fiber->state = FiberState::ready;
+      push_ready(fiber);
+      ++taken;
+    }
+    while (MpscNode* node = remote_tasks_.pop()) {
+      std::unique_ptr<PostedTask> task(static_cast<PostedTask*>(node));
+      auto run_task = [task = std::move(task)]() mutable { task->fn(); };
+      using Entry = FiberEntryOf<decltype(run_task)>;
+      FiberSlot slot = create_fiber(FiberOptions{.name = "posted"}, sizeof(Entry), alignof(Entry));
+      start_fiber(slot.fiber, ::new (slot.entry_storage) Entry(std::move(run_task)), false);
+      ++taken;
+    }
+  });
   return taken;
 }
 
 void Scheduler::fire_timers() {
-  const Deadline now = Clock::now();
-  while (TimerNode* node = timers_.pop_expired(now)) {
-    FiberControl* fiber = FiberControl::from_timer(node);
-    if (claim_fiber(fiber)) {
-      fiber->wake_result = std::make_error_code(std::errc::timed_out);
-      fiber->state = FiberState::ready;
-      push_ready(fiber);
+  timed(prof::LoopPhase::timers, [this] {
+    const Deadline now = Clock::now();
+    while (TimerNode* node = timers_.pop_expired(now)) {
+      FiberControl* fiber = FiberControl::from_timer(node);
+      if (claim_fiber(fiber)) {
+        fiber->wake_result = std::make_error_code(std::errc::timed_out);
+        fiber->state = FiberState::ready;
+        push_ready(fiber);
+      }
     }
-  }
+  });
 }
 
 bool Scheduler::try_close() {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -11,6 +12,7 @@
 #include "tern/base/intrusive_list.h"
 #include "tern/base/mpsc_queue.h"
 #include "tern/fiber/park.h"
+#include "tern/prof/loop_profiler.h"
 #include "timer_heap.h"
 
 namespace tern::detail {
@@ -45,6 +47,11 @@ class Scheduler {
   FiberControl* running() const noexcept { return running_; }
   std::size_t index() const noexcept { return index_; }
   RuntimeState* runtime() const noexcept { return runtime_; }
+  // Fibers started and not finished on this worker. Any thread.
+  std::size_t fibers_alive() const noexcept { return alive_.load(std::memory_order_relaxed); }
+  // Turns the loop profiler on for the next run() with this report interval (0: off). Owner
+  // thread, before run().
+  void set_prof_interval(std::chrono::nanoseconds interval) noexcept { prof_interval_ = interval; }
 
   // Fiber life cycle (owner thread).
   FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
@@ -85,6 +92,17 @@ class Scheduler {
   void wake_parker() noexcept;
   void sync_with_wakers() noexcept;
   void check_can_park(FiberControl* self) const;
+  // Runs fn, timed as `phase` when the profiler is on: one test of prof_ when it is off (the
+  // timed copy of fn is a separate function, so the untimed one stays inlined).
+  template <typename Fn>
+  void timed(prof::LoopPhase phase, Fn&& fn);
+  template <typename Fn>
+  [[gnu::noinline]] void timed_on(prof::LoopPhase phase, Fn& fn);
+  void start_profiler();
+  // Records a phase that began at `start` and reports when the interval is over (cold path).
+  [[gnu::noinline]] void end_phase(prof::LoopPhase phase, std::uint64_t start) noexcept;
+  void report_profile(std::uint64_t now, bool final);
+  void stop_profiler();
 
   static thread_local Scheduler* current_scheduler;
 
@@ -111,6 +129,34 @@ class Scheduler {
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> closed_{false};
   std::atomic<std::uint32_t> posters_{0};  // other threads inside post() or make_ready()
+  std::atomic<std::size_t> alive_{0};      // written by the owner only
+  std::chrono::nanoseconds prof_interval_{0};
+#if TERN_PROF_ENABLED
+  std::unique_ptr<prof::LoopProfiler> profiler_;
+  prof::LoopProfiler* prof_ = nullptr;  // profiler_.get() while run() profiles
+#endif
 };
+
+template <typename Fn>
+inline void Scheduler::timed(prof::LoopPhase phase, Fn&& fn) {
+#if TERN_PROF_ENABLED
+  if (prof_ != nullptr) [[unlikely]] {
+    timed_on(phase, fn);
+    return;
+  }
+#else
+  (void)phase;
+#endif
+  fn();
+}
+
+#if TERN_PROF_ENABLED
+template <typename Fn>
+void Scheduler::timed_on(prof::LoopPhase phase, Fn& fn) {
+  const std::uint64_t start = prof_->lap();  // where the previous phase ended
+  fn();
+  end_phase(phase, start);
+}
+#endif
 
 }  // namespace tern::detail

@@ -12,6 +12,8 @@
 #include "reactor.h"
 #include "tern/base/assert.h"
 #include "tern/fiber/detail/waiter.h"
+#include "tern/fiber/fiber.h"
+#include "tern/prof/loop_profiler.h"
 
 namespace tern::io::detail {
 
@@ -146,15 +148,30 @@ class EpollReactor final : public Reactor {
  private:
   template <typename Call>
   Result<std::size_t> retry(int fd, bool writable, Deadline deadline, Call call) {
-    for (;;) {
+    for (bool waited = false;; waited = true) {
       const ssize_t n = call();
-      if (n >= 0) return static_cast<std::size_t>(n);
+      if (n >= 0) {
+        if (!waited) spend_budget();
+        return static_cast<std::size_t>(n);
+      }
       const int err = errno;
       if (err == EINTR) continue;
       if (err != EAGAIN && err != EWOULDBLOCK) return fail(errno_code(err));
+      budget_ = kBudget;
       if (Result<void> ready = wait_ready(fd, writable, deadline); !ready)
         return fail(ready.error());
     }
+  }
+
+  // A fiber whose sockets always have data (pipelined clients) would never park, and the other
+  // fibers of this worker would starve: after kBudget operations that completed without a wait,
+  // the caller collects the ready events (waking the fibers they concern) and yields behind
+  // them (tokio's cooperative budget, for the same reason).
+  void spend_budget() noexcept {
+    if (--budget_ > 0) return;
+    budget_ = kBudget;
+    wait_events(Deadline::min());
+    this_fiber::yield();
   }
 
   // The state of fd if it is registered with this reactor, else nullptr.
@@ -186,7 +203,10 @@ class EpollReactor final : public Reactor {
                           static_cast<long>(ns % 1'000'000'000)};
       count = ::epoll_pwait2(epoll_, events, kMaxEvents, &timeout, nullptr);
     }
-    for (int i = 0; i < count; ++i) dispatch(events[i]);
+    if (count <= 0) return;
+    prof::timed_phase(prof::LoopProfiler::current(), prof::LoopPhase::handle, [&] {
+      for (int i = 0; i < count; ++i) dispatch(events[i]);
+    });
   }
 
   void dispatch(const epoll_event& event) {
@@ -216,8 +236,10 @@ class EpollReactor final : public Reactor {
     return true;
   }
 
+  static constexpr int kBudget = 64;
   int epoll_;
   int wake_;
+  int budget_ = kBudget;
   std::vector<std::unique_ptr<FdState>> states_;
 };
 

@@ -7,10 +7,15 @@
 #include <cstdlib>
 
 #include "reactor.h"
+#include "tern/prof/counter.h"
 
 namespace tern::io {
 
 namespace {
+
+prof::Counter bytes_read("io.bytes_read", "Bytes received by tern::io reads (read, recv, recvmsg)");
+prof::Counter bytes_written("io.bytes_written",
+                            "Bytes sent by tern::io writes (write, send, sendmsg)");
 
 detail::Reactor& reactor(const char* operation) {
   detail::Reactor* current = detail::Reactor::current();
@@ -26,27 +31,39 @@ detail::Reactor& reactor(const char* operation) {
 }  // namespace
 
 Result<std::size_t> read(int fd, std::span<std::byte> buf, Deadline deadline) {
-  return reactor("read").read(fd, buf.data(), buf.size(), deadline);
+  Result<std::size_t> n = reactor("read").read(fd, buf.data(), buf.size(), deadline);
+  if (n) bytes_read.add(*n);
+  return n;
 }
 
 Result<std::size_t> write(int fd, std::span<const std::byte> buf, Deadline deadline) {
-  return reactor("write").write(fd, buf.data(), buf.size(), deadline);
+  Result<std::size_t> n = reactor("write").write(fd, buf.data(), buf.size(), deadline);
+  if (n) bytes_written.add(*n);
+  return n;
 }
 
 Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags, Deadline deadline) {
-  return reactor("recv").recv(fd, buf.data(), buf.size(), flags, deadline);
+  Result<std::size_t> n = reactor("recv").recv(fd, buf.data(), buf.size(), flags, deadline);
+  if (n) bytes_read.add(*n);
+  return n;
 }
 
 Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags, Deadline deadline) {
-  return reactor("send").send(fd, buf.data(), buf.size(), flags, deadline);
+  Result<std::size_t> n = reactor("send").send(fd, buf.data(), buf.size(), flags, deadline);
+  if (n) bytes_written.add(*n);
+  return n;
 }
 
 Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) {
-  return reactor("recvmsg").recvmsg(fd, message, flags, deadline);
+  Result<std::size_t> n = reactor("recvmsg").recvmsg(fd, message, flags, deadline);
+  if (n) bytes_read.add(*n);
+  return n;
 }
 
 Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags, Deadline deadline) {
-  return reactor("sendmsg").sendmsg(fd, message, flags, deadline);
+  Result<std::size_t> n = reactor("sendmsg").sendmsg(fd, message, flags, deadline);
+  if (n) bytes_written.add(*n);
+  return n;
 }
 
 Result<int> accept(int fd, sockaddr* peer, socklen_t* peer_length, Deadline deadline) {

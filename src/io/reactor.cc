@@ -8,6 +8,8 @@
 #include <mutex>
 #include <string>
 
+#include "tern/log/log.h"
+
 namespace tern::io {
 
 namespace detail {
@@ -56,21 +58,18 @@ std::unique_ptr<Parker> make_reactor(BackendChoice choice, std::size_t worker) {
     Result<std::unique_ptr<detail::Reactor>> uring = detail::make_uring_reactor();
     if (uring) return std::move(*uring);
     if (choice == BackendChoice::uring) {
-      std::fprintf(stderr, "tern: the io_uring backend was asked for but %s\n",
-                   describe_uring_failure(uring.error()).c_str());
-      std::abort();
+      TERN_LOG_FATAL("the io_uring backend was asked for but {}",
+                     describe_uring_failure(uring.error()));
     }
     static std::once_flag logged;
     std::call_once(logged, [&] {
-      std::fprintf(stderr, "tern: using epoll because %s\n",
-                   describe_uring_failure(uring.error()).c_str());
+      TERN_LOG_WARN("using epoll because {}", describe_uring_failure(uring.error()));
     });
   }
   Result<std::unique_ptr<detail::Reactor>> epoll = detail::make_epoll_reactor();
   if (!epoll) {
-    std::fprintf(stderr, "tern: cannot create the epoll reactor of worker %zu: %s\n", worker,
-                 epoll.error().message().c_str());
-    std::abort();
+    TERN_LOG_FATAL("cannot create the epoll reactor of worker {}: {}", worker,
+                   epoll.error().message());
   }
   return std::move(*epoll);
 }
@@ -104,8 +103,7 @@ BackendChoice backend_from_environment() {
   if (value == nullptr) return BackendChoice::automatic;
   Result<BackendChoice> choice = parse_backend(value);
   if (!choice) {
-    std::fprintf(stderr, "tern: TERN_IO=%s is not one of epoll, uring, auto\n", value);
-    std::abort();
+    TERN_LOG_FATAL("TERN_IO={} is not one of epoll, uring, auto", value);
   }
   return *choice;
 }

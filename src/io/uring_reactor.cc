@@ -14,6 +14,7 @@
 
 #include "reactor.h"
 #include "tern/fiber/detail/waiter.h"
+#include "tern/prof/loop_profiler.h"
 
 namespace tern::io::detail {
 
@@ -289,7 +290,14 @@ class UringReactor final : public Reactor {
     wake_armed_ = true;
   }
 
+  // Handles the completions that have arrived (timed as the profiler's handle phase).
   void reap() {
+    if (io_uring_cq_ready(&ring_) == 0) return;
+    prof::timed_phase(prof::LoopProfiler::current(), prof::LoopPhase::handle,
+                      [this] { reap_ready(); });
+  }
+
+  void reap_ready() {
     io_uring_cqe* cqe;
     unsigned head;
     unsigned seen = 0;

@@ -9,10 +9,14 @@
 
 #include "net_log.h"
 #include "tern/io/io.h"
+#include "tern/prof/counter.h"
 
 namespace tern::net {
 
 namespace {
+
+prof::Counter connections_accepted("net.connections_accepted",
+                                   "Connections accepted by tern::net listeners");
 
 Socket open_reserve() { return Socket(::open("/dev/null", O_RDONLY | O_CLOEXEC)); }
 
@@ -54,6 +58,7 @@ Result<TcpStream> TcpListener::accept(Address* peer, Deadline deadline) {
     return fail(fd.error());
   }
   into.set_length(length);
+  connections_accepted.add();
   return TcpStream(Socket(*fd));
 }
 

@@ -11,6 +11,7 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
+#include "tern/prof/metrics.h"
 
 namespace tern::net {
 
@@ -35,6 +36,13 @@ struct TcpServer::Shared {
 };
 
 namespace {
+
+prof::Gauge& connections_open = prof::MetricsRegistry::global().gauge(
+    "tern_net_connections_open", "TcpServer connections whose handler is running");
+prof::Counter connections_closed("net.connections_closed",
+                                 "TcpServer connections whose handler returned (socket closed)");
+prof::Counter connections_rejected(
+    "net.connections_rejected", "Connections a TcpServer closed at once (max_connections reached)");
 
 // Waits for group even if the calling fiber is interrupted (the fibers it waits for are
 // finishing in that case too).
@@ -120,6 +128,7 @@ void TcpServer::accept_loop(WorkerState& worker) {
     }
     if (!admit()) {
       shared_->rejected.fetch_add(1, std::memory_order_relaxed);
+      connections_rejected.add();
       stream->close();  // a clean close: the peer sees end of stream
       continue;
     }
@@ -147,6 +156,7 @@ void TcpServer::accept_loop(WorkerState& worker) {
 void TcpServer::serve(TcpStream stream, WorkerState& worker) {
   const int fd = stream.fd();
   worker.open_streams.insert(fd);
+  connections_open.add(1);
   if (options_.idle_timeout.count() > 0) stream.set_timeout(options_.idle_timeout);
   try {
     handler_(stream);
@@ -157,6 +167,8 @@ void TcpServer::serve(TcpStream stream, WorkerState& worker) {
   }
   worker.open_streams.erase(fd);
   stream.close();
+  connections_open.add(-1);
+  connections_closed.add();
   shared_->open.fetch_sub(1, std::memory_order_acq_rel);
   shared_->connections.done();
 }

@@ -12,12 +12,15 @@ namespace tern::prof {
 
 namespace {
 
-// Cells per thread: a counter takes one, a timer three (count, total, max).
-constexpr std::size_t kMaxCells = 1024;
+// Cells per thread: a counter takes one, a timer three (count, total, max), a histogram one per
+// bucket and one for the sum (32 KiB per thread that counts anything).
+constexpr std::size_t kMaxCells = 4096;
 
 struct Metric {
   std::string name;
+  std::string help;
   bool is_timer;
+  bool listed;
   std::size_t slot;
 };
 
@@ -30,6 +33,7 @@ struct Registry {
   std::mutex mutex;
   std::vector<Metric> metrics;
   std::size_t next_slot = 0;
+  bool max_cell[kMaxCells] = {};  // a timer's max: folded with max, not summed
   std::vector<ThreadCells*> live;
   ThreadCells retired;
 };
@@ -37,16 +41,6 @@ struct Registry {
 Registry& registry() {
   static Registry* instance = new Registry;  // never destroyed: threads may exit late
   return *instance;
-}
-
-bool is_timer_slot(const Registry& r, std::size_t slot, std::size_t* base) {
-  for (const Metric& m : r.metrics) {
-    if (m.is_timer && slot >= m.slot && slot < m.slot + 3) {
-      *base = m.slot;
-      return true;
-    }
-  }
-  return false;
 }
 
 // Folds an exiting thread's cells into the retired totals.
@@ -59,8 +53,7 @@ struct ThreadCellsOwner {
     for (std::size_t i = 0; i < r.next_slot; ++i) {
       const std::uint64_t mine = cells->cells[i].load(std::memory_order_relaxed);
       std::atomic<std::uint64_t>& into = r.retired.cells[i];
-      std::size_t base = 0;
-      if (is_timer_slot(r, i, &base) && i == base + 2) {
+      if (r.max_cell[i]) {
         if (mine > into.load(std::memory_order_relaxed))
           into.store(mine, std::memory_order_relaxed);
       } else {
@@ -69,22 +62,17 @@ struct ThreadCellsOwner {
     }
     std::erase(r.live, cells);
     delete cells;
+    detail::current_thread_cells = nullptr;  // a later count on this thread starts anew
   }
 };
 
 thread_local ThreadCellsOwner thread_owner;
-thread_local std::atomic<std::uint64_t>* fast_cells = nullptr;
 
-std::atomic<std::uint64_t>* attach_thread() {
-  auto* cells = new ThreadCells;
-  Registry& r = registry();
-  {
-    std::lock_guard lock(r.mutex);
-    r.live.push_back(cells);
-  }
-  thread_owner.cells = cells;
-  fast_cells = cells->cells;
-  return fast_cells;
+std::size_t reserve(Registry& r, std::size_t width) {
+  TERN_ASSERT(r.next_slot + width <= kMaxCells,
+              "tern::prof: too many counters, timers and histograms");
+  r.next_slot += width;
+  return r.next_slot - width;
 }
 
 }  // namespace
@@ -92,26 +80,53 @@ std::atomic<std::uint64_t>* attach_thread() {
 namespace detail {
 
 std::size_t register_metric(std::string_view name, bool is_timer) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  const std::size_t width = is_timer ? 3 : 1;
-  TERN_ASSERT(r.next_slot + width <= kMaxCells, "tern::prof: too many counters and timers");
-  r.metrics.push_back(Metric{std::string(name), is_timer, r.next_slot});
-  r.next_slot += width;
-  return r.next_slot - width;
+  return register_metric(name, {}, is_timer, true);
 }
 
-std::atomic<std::uint64_t>* thread_cells() noexcept {
-  std::atomic<std::uint64_t>* cells = fast_cells;
-  return cells != nullptr ? cells : attach_thread();
+std::size_t register_metric(std::string_view name, std::string_view help, bool is_timer,
+                            bool listed) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  const std::size_t slot = reserve(r, is_timer ? 3 : 1);
+  if (is_timer) r.max_cell[slot + 2] = true;
+  r.metrics.push_back(Metric{std::string(name), std::string(help), is_timer, listed, slot});
+  return slot;
+}
+
+std::size_t register_cells(std::size_t width) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  return reserve(r, width);
+}
+
+constinit thread_local std::atomic<std::uint64_t>* current_thread_cells = nullptr;
+
+std::atomic<std::uint64_t>* attach_thread_cells() noexcept {
+  auto* cells = new ThreadCells;
+  Registry& r = registry();
+  {
+    std::lock_guard lock(r.mutex);
+    r.live.push_back(cells);
+  }
+  thread_owner.cells = cells;
+  current_thread_cells = cells->cells;
+  return current_thread_cells;
 }
 
 std::uint64_t read_counter(std::size_t slot) {
+  std::uint64_t sum = 0;
+  read_cells(slot, std::span(&sum, 1));
+  return sum;
+}
+
+void read_cells(std::size_t slot, std::span<std::uint64_t> out) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  std::uint64_t sum = r.retired.cells[slot].load(std::memory_order_relaxed);
-  for (ThreadCells* cells : r.live) sum += cells->cells[slot].load(std::memory_order_relaxed);
-  return sum;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = r.retired.cells[slot + i].load(std::memory_order_relaxed);
+  for (ThreadCells* cells : r.live)
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] += cells->cells[slot + i].load(std::memory_order_relaxed);
 }
 
 TimerStats read_timer(std::size_t slot) {
@@ -141,8 +156,10 @@ std::vector<Sample> snapshot() {
   std::vector<Sample> samples;
   samples.reserve(metrics.size());
   for (const Metric& m : metrics) {
+    if (!m.listed) continue;
     Sample sample;
     sample.name = m.name;
+    sample.help = m.help;
     sample.is_timer = m.is_timer;
     if (m.is_timer) {
       sample.timer = detail::read_timer(m.slot);

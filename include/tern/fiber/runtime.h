@@ -4,6 +4,9 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -26,6 +29,16 @@ struct RuntimeOptions {
   std::function<std::unique_ptr<Parker>(std::size_t worker)> make_parker;
   // While shutting down, how often to print which fibers are still running.
   std::chrono::milliseconds shutdown_report_interval{5000};
+  // The loop profiler: each worker times its loop phases and reports them every interval
+  // (docs/observability.md). Unset: the TERN_PROF environment variable decides ("10s",
+  // "500ms", "1m"); zero: off.
+  std::optional<std::chrono::milliseconds> prof_interval;
+  // Receives each profiler report on the reporting worker; empty: the report is logged.
+  std::function<void(std::size_t worker, std::string_view table)> prof_report;
+  // The admin HTTP endpoint ("127.0.0.1:9100"; port 0 lets the kernel pick), served by fibers
+  // on worker 0 when tern::net is linked: GET /metrics and GET /status. Unset: the TERN_ADMIN
+  // environment variable decides; empty: off.
+  std::optional<std::string> admin_address;
 };
 
 // A set of worker threads, each running its own fiber scheduler. Fibers stay on the worker
@@ -38,10 +51,10 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  // Starts the workers (the calling thread becomes worker 0), runs fn as the first fiber on
-  // worker 0 and, once fn returns, shuts down: every interruptible wait ends with
-  // operation_canceled, and run returns fn's result (or rethrows its exception) when every
-  // fiber and posted task has finished. Not from a worker of this runtime.
+  // Starts the workers (the calling thread becomes worker 0), runs fn in a fiber on worker 0
+  // (after the fibers of the start hooks) and, once fn returns, shuts down: every interruptible
+  // wait ends with operation_canceled, and run returns fn's result (or rethrows its exception) when
+  // every fiber and posted task has finished. Not from a worker of this runtime.
   template <typename Fn>
   std::invoke_result_t<Fn&> run(Fn&& fn);
 
@@ -67,6 +80,12 @@ std::invoke_result_t<Fn&> Runtime::run(Fn&& fn) {
   run_erased([&] { detail::capture(outcome, fn); });
   return outcome.get();
 }
+
+// A function every Runtime runs in a fiber on worker 0 when it starts, before run()'s fn; layers
+// above the fiber layer register one at static initialization to start their services (tern::net
+// starts the admin endpoint). At most 8. Any thread, before the runtimes it should affect start.
+using RuntimeStartHook = void (*)(const RuntimeOptions& options);
+void add_runtime_start_hook(RuntimeStartHook hook) noexcept;
 
 // Runs fn in a new fiber on worker `worker` of the current runtime. Worker threads only.
 Result<void> post(std::size_t worker, std::move_only_function<void()> fn);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,18 +24,38 @@ struct TimerStats {
 // One named metric as read by snapshot().
 struct Sample {
   std::string name;
+  std::string help;  // what it counts, if its creator said (empty otherwise)
   bool is_timer = false;
   std::uint64_t value = 0;  // counters: the sum
   TimerStats timer;         // timers
 };
 
+namespace detail {
+// Marks a Counter that a metrics registry lists under its own name (snapshot() skips it).
+struct Unlisted {};
+}  // namespace detail
+
 #if TERN_PROF_ENABLED
 
 namespace detail {
-// Reserves `count` consecutive per-thread cells for a metric named `name`. Any thread.
+// Reserves per-thread cells for a metric named `name` (one for a counter, three for a timer)
+// and returns the first. Unlisted metrics are left out of snapshot(). Any thread.
 std::size_t register_metric(std::string_view name, bool is_timer);
+std::size_t register_metric(std::string_view name, std::string_view help, bool is_timer,
+                            bool listed);
+// Reserves `width` per-thread cells that are summed on read (a histogram's buckets). Any thread.
+std::size_t register_cells(std::size_t width);
+// Sums cells [slot, slot + out.size()) over all threads, live and exited. Any thread.
+void read_cells(std::size_t slot, std::span<std::uint64_t> out);
+// The calling thread's cells once it has any, else nullptr.
+extern constinit thread_local std::atomic<std::uint64_t>* current_thread_cells;
+// Creates the calling thread's cells. Any thread.
+std::atomic<std::uint64_t>* attach_thread_cells() noexcept;
 // The calling thread's cells (created on first use). Any thread.
-std::atomic<std::uint64_t>* thread_cells() noexcept;
+inline std::atomic<std::uint64_t>* thread_cells() noexcept {
+  std::atomic<std::uint64_t>* cells = current_thread_cells;
+  return cells != nullptr ? cells : attach_thread_cells();
+}
 // Sums a counter's or reads a timer's cells over all threads, live and exited. Any thread.
 std::uint64_t read_counter(std::size_t slot);
 TimerStats read_timer(std::size_t slot);
@@ -45,6 +66,12 @@ class Counter {
  public:
   // Registers a counter; metrics are usually static and live as long as the process.
   explicit Counter(std::string_view name) : slot_(detail::register_metric(name, false)) {}
+  // Registers a counter with a line of help text (shown by the metrics endpoint).
+  Counter(std::string_view name, std::string_view help)
+      : slot_(detail::register_metric(name, help, false, true)) {}
+  // A counter that snapshot() leaves out, for a registry that exports it under its own name.
+  Counter(detail::Unlisted, std::string_view name)
+      : slot_(detail::register_metric(name, {}, false, false)) {}
   // Adds n on the calling thread's cell (no lock, no atomic read-modify-write).
   void add(std::uint64_t n = 1) noexcept {
     std::atomic<std::uint64_t>& cell = detail::thread_cells()[slot_];
@@ -61,6 +88,9 @@ class Counter {
 class Timer {
  public:
   explicit Timer(std::string_view name) : slot_(detail::register_metric(name, true)) {}
+  // Registers a timer with a line of help text.
+  Timer(std::string_view name, std::string_view help)
+      : slot_(detail::register_metric(name, help, true, true)) {}
   // Records one duration on the calling thread's cells.
   void record(std::uint64_t ns) noexcept {
     std::atomic<std::uint64_t>* cells = detail::thread_cells() + slot_;
@@ -99,6 +129,8 @@ class ScopedTimer {
 class Counter {
  public:
   explicit Counter(std::string_view) {}
+  Counter(std::string_view, std::string_view) {}
+  Counter(detail::Unlisted, std::string_view) {}
   void add(std::uint64_t = 1) noexcept {}
   std::uint64_t value() const { return 0; }
 };
@@ -106,6 +138,7 @@ class Counter {
 class Timer {
  public:
   explicit Timer(std::string_view) {}
+  Timer(std::string_view, std::string_view) {}
   void record(std::uint64_t) noexcept {}
   TimerStats read() const { return {}; }
 };
@@ -117,7 +150,7 @@ class ScopedTimer {
 
 #endif  // TERN_PROF_ENABLED
 
-// Every registered metric with its current value, in registration order. Any thread.
+// Every listed counter and timer with its current value, in registration order. Any thread.
 std::vector<Sample> snapshot();
 
 }  // namespace tern::prof

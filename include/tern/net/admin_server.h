@@ -1,0 +1,59 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+
+#include "tern/base/result.h"
+#include "tern/net/address.h"
+
+namespace tern::net {
+
+// Limits of the admin endpoint.
+struct AdminOptions {
+  // The whole request head must arrive within this time of the connection being accepted (a
+  // peer that trickles bytes gets 408 and is closed); also the limit for writing the response.
+  std::chrono::milliseconds request_timeout{5000};
+  // A request head (request line and headers) larger than this gets 431.
+  std::size_t max_head_bytes = 8192;
+  // Connections served at once; more are closed as soon as they are accepted.
+  std::size_t max_connections = 32;
+};
+
+// The admin HTTP endpoint, served by fibers on the worker that starts it:
+//   GET /metrics  every metric of tern::prof::MetricsRegistry, Prometheus text format 0.0.4
+//   GET /status   the runtime as JSON (workers, fibers, connections, I/O backend, uptime)
+//   GET /         a list of the pages
+// HEAD works as GET without the body. Unknown paths get 404, other methods 405, a malformed
+// request 400, an oversized head 431, a head that is not in by request_timeout 408. One request
+// per connection: every response says "Connection: close". See docs/observability.md.
+// start() and stop() from a fiber on one worker; the server must be stopped before it is
+// destroyed (or be stopped by its runtime shutting down).
+class AdminServer {
+ public:
+  explicit AdminServer(AdminOptions options = {});
+  // Aborts if the server still runs (call stop() first).
+  ~AdminServer();
+  AdminServer(const AdminServer&) = delete;
+  AdminServer& operator=(const AdminServer&) = delete;
+
+  // Binds `address` (port 0: the kernel picks one), starts serving on the calling worker and
+  // returns the address bound. Worker fiber.
+  Result<Address> start(const Address& address);
+  // Stops accepting and waits for the requests in progress (each ends within its
+  // request_timeout). The worker that called start().
+  void stop();
+  bool running() const noexcept { return state_ != nullptr; }
+
+ private:
+  struct State;
+  AdminOptions options_;
+  std::shared_ptr<State> state_;
+};
+
+// The address of the admin endpoint that the calling worker's runtime started (from
+// RuntimeOptions::admin_address or TERN_ADMIN), if it is listening. Worker fibers.
+std::optional<Address> runtime_admin_address();
+
+}  // namespace tern::net

@@ -1,0 +1,228 @@
+// The admin endpoint's server: an acceptor fiber and a fiber per connection on one worker, each
+// connection answered once and closed; and the runtime start hook that serves TERN_ADMIN.
+#include "tern/net/admin_server.h"
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "admin_http.h"
+#include "admin_pages.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+#include "tern/fiber/wait_group.h"
+#include "tern/log/log.h"
+#include "tern/net/tcp_listener.h"
+#include "tern/prof/metrics.h"
+
+namespace tern::net {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Waits for group even if the calling fiber is interrupted (what it waits for ends anyway).
+void wait_all(WaitGroup& group) {
+  while (!group.wait()) this_fiber::yield();
+}
+
+void count_response(int status) {
+  prof::MetricsRegistry::global()
+      .counter("tern_admin_requests_total", "Requests the admin endpoint answered, by status",
+               {{"code", std::to_string(status)}})
+      .add();
+}
+
+// Writes the response, half-closes, and reads what the peer still sends until it closes (so
+// the close does not reset the connection before the peer has read the response).
+void respond_and_close(TcpStream& stream, const detail::AdminPage& page, bool head_only,
+                       Deadline deadline) {
+  const std::string response = detail::http_response(page.status, page.content_type, page.body,
+                                                     head_only, page.extra_headers);
+  count_response(page.status);
+  if (!stream.write_all(std::as_bytes(std::span(response)), deadline)) return;
+  (void)stream.shutdown(SHUT_WR);
+  const Deadline linger = std::min(deadline, deadline_after(1s));
+  std::array<std::byte, 4096> sink;
+  for (;;) {
+    Result<std::size_t> n = stream.read(sink, linger);
+    if (!n || *n == 0) return;
+  }
+}
+
+// Reads one request head within the request timeout and answers it.
+void serve_connection(TcpStream& stream, const AdminOptions& options) {
+  const Deadline deadline = deadline_after(options.request_timeout);
+  std::string received;
+  std::array<std::byte, 4096> chunk;
+  for (;;) {
+    const detail::HeadParse parsed = detail::parse_request_head(received, options.max_head_bytes);
+    switch (parsed.state) {
+      case detail::HeadState::complete:
+        respond_and_close(stream, detail::admin_page(parsed.request.method, parsed.request.path),
+                          parsed.request.method == "HEAD", deadline_after(options.request_timeout));
+        return;
+      case detail::HeadState::malformed:
+        respond_and_close(stream, detail::admin_error_page(400), false, deadline);
+        return;
+      case detail::HeadState::too_large:
+        respond_and_close(stream, detail::admin_error_page(431), false, deadline);
+        return;
+      case detail::HeadState::incomplete:
+        break;
+    }
+    Result<std::size_t> n = stream.read(chunk, deadline);
+    if (!n) {
+      if (n.error() == std::errc::timed_out)
+        respond_and_close(stream, detail::admin_error_page(408), false, deadline_after(1s));
+      return;  // a reset, or the runtime is shutting down
+    }
+    if (*n == 0) return;  // the peer left before finishing its request: nobody to answer
+    received.append(reinterpret_cast<const char*>(chunk.data()), *n);
+  }
+}
+
+// Where runtimes started by the start hook serve their admin endpoint.
+struct RuntimeEndpoints {
+  std::mutex mutex;
+  std::vector<std::pair<const Runtime*, Address>> endpoints;
+};
+
+RuntimeEndpoints& runtime_endpoints() {
+  static RuntimeEndpoints* instance = new RuntimeEndpoints;  // never destroyed: used at exit
+  return *instance;
+}
+
+}  // namespace
+
+// Serves the admin endpoint the options (or TERN_ADMIN) ask for until the runtime shuts down.
+// The runtime start hook; worker 0.
+void serve_runtime_admin_hook(const RuntimeOptions& options) {
+  std::string text;
+  if (options.admin_address) {
+    text = *options.admin_address;
+  } else if (const char* value = std::getenv("TERN_ADMIN")) {
+    text = value;
+  }
+  if (text.empty()) return;
+  this_fiber::set_name("tern-admin");
+  std::string why;
+  Result<Address> address = Address::parse(text, &why);
+  if (!address) {
+    TERN_LOG_ERROR("admin endpoint not started: '{}' is not an address ({})", text,
+                   why.empty() ? address.error().message() : why);
+    return;
+  }
+  AdminServer server;
+  Result<Address> bound = server.start(*address);
+  if (!bound) {
+    TERN_LOG_ERROR("admin endpoint not started: cannot listen on {}: {}", address->to_string(),
+                   bound.error().message());
+    return;
+  }
+  TERN_LOG_INFO("admin endpoint on http://{}/ (/metrics, /status)", bound->to_string());
+  const Runtime* runtime = Runtime::current();
+  RuntimeEndpoints& endpoints = runtime_endpoints();
+  {
+    std::lock_guard lock(endpoints.mutex);
+    endpoints.endpoints.emplace_back(runtime, *bound);
+  }
+  while (this_fiber::sleep_until(kNoDeadline)) {
+  }
+  {
+    std::lock_guard lock(endpoints.mutex);
+    std::erase_if(endpoints.endpoints, [runtime](const auto& e) { return e.first == runtime; });
+  }
+  server.stop();
+}
+
+struct AdminServer::State {
+  AdminOptions options;
+  TcpListener listener;
+  WaitGroup fibers;  // the acceptor and every connection
+  std::size_t open = 0;
+  bool stopping = false;
+};
+
+AdminServer::AdminServer(AdminOptions options) : options_(options) {}
+
+AdminServer::~AdminServer() {
+  if (state_ != nullptr) {
+    std::fprintf(stderr, "tern: AdminServer destroyed while running; call stop() first\n");
+    std::abort();
+  }
+}
+
+Result<Address> AdminServer::start(const Address& address) {
+  Result<TcpListener> listener = TcpListener::bind(address);
+  if (!listener) return fail(listener.error());
+  Result<Address> bound = listener->local_address();
+  if (!bound) return fail(bound.error());
+  auto state = std::make_shared<State>();
+  state->options = options_;
+  state->listener = std::move(*listener);
+  state->fibers.add();
+  spawn(
+      [state] {
+        while (!state->stopping) {
+          Result<TcpStream> stream = state->listener.accept();
+          if (!stream) {
+            if (stream.error() == std::errc::operation_canceled || state->stopping) break;
+            (void)this_fiber::sleep_for(10ms);  // out of descriptors: let some free up
+            continue;
+          }
+          if (state->open >= state->options.max_connections) continue;  // closed on return
+          ++state->open;
+          state->fibers.add();
+          spawn(
+              [state, s = std::move(*stream)]() mutable {
+                serve_connection(s, state->options);
+                s.close();
+                --state->open;
+                state->fibers.done();
+              },
+              {.name = "tern-admin-conn"})
+              .detach();
+        }
+        state->fibers.done();
+      },
+      {.name = "tern-admin-accept"})
+      .detach();
+  state_ = std::move(state);
+  return bound;
+}
+
+void AdminServer::stop() {
+  if (state_ == nullptr) return;
+  state_->stopping = true;
+  state_->listener.close();
+  wait_all(state_->fibers);
+  state_.reset();
+}
+
+std::optional<Address> runtime_admin_address() {
+  const Runtime* runtime = Runtime::current();
+  RuntimeEndpoints& endpoints = runtime_endpoints();
+  std::lock_guard lock(endpoints.mutex);
+  for (const auto& [owner, address] : endpoints.endpoints)
+    if (owner == runtime) return address;
+  return std::nullopt;
+}
+
+}  // namespace tern::net
+
+// Linking tern::net pulls this in (src/CMakeLists.txt passes -u tern_net_admin_anchor to the
+// linker), so every runtime of a program that links tern::net can serve TERN_ADMIN.
+extern "C" {
+extern const int tern_net_admin_anchor;
+const int tern_net_admin_anchor = [] {
+  tern::add_runtime_start_hook(&tern::net::serve_runtime_admin_hook);
+  return 1;
+}();
+}
