@@ -174,12 +174,8 @@ void run_session(Run& run, std::size_t index) {
 }
 
 int run_pingpong(const PingpongOptions& o) {
-  std::string why;
-  Result<net::Address> address = resolve_target(o.net.target, &why);
-  if (!address) {
-    std::fprintf(stderr, "tern-bench pingpong: %s\n", why.c_str());
-    return 1;
-  }
+  Result<net::Address> address = resolve_target_or_say(o.net.target, "pingpong");
+  if (!address) return 1;
   Run run(o);
   run.address = *address;
   Report report;

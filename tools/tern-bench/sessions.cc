@@ -143,12 +143,8 @@ std::string read_sysctl(const char* path) {
 }
 
 int run_sessions(const SessionsOptions& o) {
-  std::string why;
-  Result<net::Address> address = resolve_target(o.net.target, &why);
-  if (!address) {
-    std::fprintf(stderr, "tern-bench sessions: %s\n", why.c_str());
-    return 1;
-  }
+  Result<net::Address> address = resolve_target_or_say(o.net.target, "sessions");
+  if (!address) return 1;
   Run run(o);
   run.address = *address;
   Report report;

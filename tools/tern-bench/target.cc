@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 
 #include "fmt/format.h"
 
@@ -108,6 +109,13 @@ Result<net::Address> resolve_target(const Target& target, std::string* why) {
   }
   net::Address address(found->ai_addr, found->ai_addrlen);
   ::freeaddrinfo(found);
+  return address;
+}
+
+Result<net::Address> resolve_target_or_say(const Target& target, const char* mode) {
+  std::string why;
+  Result<net::Address> address = resolve_target(target, &why);
+  if (!address) std::fprintf(stderr, "tern-bench %s: %s\n", mode, why.c_str());
   return address;
 }
 

@@ -28,4 +28,7 @@ Result<Target> parse_target(std::string_view text, std::string* why = nullptr);
 // first address it returns). Blocks while resolving: call before the load starts. Any thread.
 Result<net::Address> resolve_target(const Target& target, std::string* why = nullptr);
 
+// resolve_target for subcommand `mode`: on failure prints "tern-bench MODE: why" on stderr.
+Result<net::Address> resolve_target_or_say(const Target& target, const char* mode);
+
 }  // namespace tern::bench

@@ -370,12 +370,8 @@ ProgressFormat traffic_line(std::size_t payload_bytes) {
 }
 
 int run_traffic(const TrafficOptions& o) {
-  std::string why;
-  Result<net::Address> address = resolve_target(o.net.target, &why);
-  if (!address) {
-    std::fprintf(stderr, "tern-bench traffic: %s\n", why.c_str());
-    return 1;
-  }
+  Result<net::Address> address = resolve_target_or_say(o.net.target, "traffic");
+  if (!address) return 1;
   Run run(o);
   run.address = *address;
   Report report;

@@ -321,12 +321,8 @@ double median(std::vector<double> values) {
 int run_ttcp(const TtcpOptions& o) {
   net::Address target;
   if (!o.in_process) {
-    std::string why;
-    Result<net::Address> address = resolve_target(o.net.target, &why);
-    if (!address) {
-      std::fprintf(stderr, "tern-bench ttcp: %s\n", why.c_str());
-      return 1;
-    }
+    Result<net::Address> address = resolve_target_or_say(o.net.target, "ttcp");
+    if (!address) return 1;
     target = *address;
   }
   Shared shared(o);
