@@ -5,8 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
-#include <string>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../common/header16.h"
