@@ -103,6 +103,76 @@ for peer in asio_echo otechod mtserver switch_peers; do
   fi
 done
 
+# ---- the gRPC C++ peers of SEEDS 001 (CMake targets grpc_rpc_server, grpc_rpc_client) ----
+# One server binary with two APIs, so two peer names; both need the server and the client.
+grpc_debian="$(dpkg-query -W -f '${Version}' libgrpc++-dev 2>/dev/null)"
+grpc_upstream="$(pkg-config --modversion grpc++ 2>/dev/null)"
+protobuf_cpp="$(pkg-config --modversion protobuf 2>/dev/null)"
+grpc_library="gRPC ${grpc_upstream:-not found}${grpc_debian:+ (Debian libgrpc++-dev $grpc_debian)}, protobuf ${protobuf_cpp:-not found}"
+for peer in grpc-sync grpc-callback; do
+  if [[ -x "$build/bench/grpc_rpc_server" && -x "$build/bench/grpc_rpc_client" ]]; then
+    record "$peer" true "$cxx" "$grpc_library" ""
+  else
+    record "$peer" false "$cxx" "$grpc_library" \
+      "not built: needs gRPC (bash scripts/setup --bench); configure $build with -DTERN_BUILD_BENCH=ON and build grpc_rpc_server grpc_rpc_client"
+  fi
+done
+
+# ---- the Go RPC peers of SEEDS 001: rpcx and erpc ----
+# rpcx_rpc and erpc_rpc (each its own module) share go_rpc_common (module tern.bench), whose
+# package benchpb is generated from bench/proto by protoc and the protoc-gen-go of
+# go_rpc_common/go.mod's google.golang.org/protobuf. The three are copied to
+# $out/go-rpc-src/ and generated and built there, so the source tree stays clean; the builds are
+# -mod=readonly, so the committed go.mod/go.sum pins are what is built. Binaries:
+# $out/rpcx_rpc_server, rpcx_rpc_client, erpc_rpc_server, erpc_rpc_client.
+go_rpc_src="$out/go-rpc-src"
+module_version() {  # go.mod, module path
+  awk -v path="$2" '$1 == path { print $2; exit } $1 == "require" && $2 == path { print $3; exit }' \
+    "$1" 2>/dev/null
+}
+protobuf_go="$(module_version "$here/go_rpc_common/go.mod" google.golang.org/protobuf)"
+rpcx_library="rpcx $(module_version "$here/rpcx_rpc/go.mod" github.com/smallnest/rpcx), google.golang.org/protobuf $protobuf_go"
+erpc_library="erpc $(module_version "$here/erpc_rpc/go.mod" github.com/henrylee2cn/erpc/v6) (quic-go replaced: TCP only), google.golang.org/protobuf $protobuf_go"
+rm -f "$out"/rpcx_rpc_server "$out"/rpcx_rpc_client "$out"/erpc_rpc_server "$out"/erpc_rpc_client
+if ! command -v go >/dev/null 2>&1; then
+  skip rpcx "no go on PATH" "" "$rpcx_library"
+  skip erpc "no go on PATH" "" "$erpc_library"
+elif ! command -v protoc >/dev/null 2>&1; then
+  skip rpcx "no protoc on PATH (protobuf-compiler)" "$(go version 2>/dev/null)" "$rpcx_library"
+  skip erpc "no protoc on PATH (protobuf-compiler)" "$(go version 2>/dev/null)" "$erpc_library"
+else
+  go_version="$(go version 2>/dev/null)"
+  protoc_version="$(protoc --version 2>/dev/null)"
+  if (rm -rf "$go_rpc_src" && mkdir -p "$go_rpc_src" &&
+      cp -R "$here/go_rpc_common" "$here/rpcx_rpc" "$here/erpc_rpc" "$go_rpc_src/" &&
+      cd "$go_rpc_src/go_rpc_common" &&
+      GOTOOLCHAIN=local GOFLAGS=-mod=readonly go build -trimpath -o "$go_rpc_src/bin/protoc-gen-go" \
+        google.golang.org/protobuf/cmd/protoc-gen-go &&
+      protoc --plugin=protoc-gen-go="$go_rpc_src/bin/protoc-gen-go" --proto_path="$repo/bench/proto" \
+        --go_out=. --go_opt=module=tern.bench benchmark_message.proto) \
+      >"$logs/go_rpc_protoc.log" 2>&1; then
+    for peer in rpcx erpc; do
+      dir="${peer}_rpc"
+      library_var="${peer}_library"
+      if (cd "$go_rpc_src/$dir" &&
+          GOTOOLCHAIN=local GOFLAGS=-mod=readonly go build -trimpath -o "$out/${dir}_server" ./server &&
+          GOTOOLCHAIN=local GOFLAGS=-mod=readonly go build -trimpath -o "$out/${dir}_client" ./client) \
+          >"$logs/$dir.log" 2>&1; then
+        record "$peer" true "$go_version" "${!library_var}, $protoc_version" ""
+        echo "peers: built ${dir}_server, ${dir}_client ($go_version, ${!library_var})"
+      else
+        rm -f "$out/${dir}_server" "$out/${dir}_client"
+        skip "$peer" "go build failed: $(last_error "$logs/$dir.log") (log: $logs/$dir.log)" \
+          "$go_version" "${!library_var}"
+      fi
+    done
+  else
+    reason="benchpb generation failed: $(last_error "$logs/go_rpc_protoc.log") (log: $logs/go_rpc_protoc.log)"
+    skip rpcx "$reason" "$go_version" "$rpcx_library"
+    skip erpc "$reason" "$go_version" "$erpc_library"
+  fi
+fi
+
 # ---- versions.json ----
 printf '%s\n' "${results[@]}" | python3 -c '
 import json, sys

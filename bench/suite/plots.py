@@ -16,7 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ORDER = ["tern", "tern-uring", "otechod", "mtserver", "asio", "go", "tokio"]
+ORDER = ["tern", "tern-uring", "otechod", "mtserver", "asio", "go", "tokio", "grpc-sync",
+         "grpc-callback", "rpcx", "erpc"]
 
 
 def server_of(run):
@@ -88,6 +89,21 @@ def sessions(runs, output):
     return names
 
 
+def rpc(runs, output):
+    runs = [r for r in runs if r.get("suite", {}).get("table") == "001"]
+    if not runs:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    line_plot(axes[0], series(runs, "concurrency", "tps"), "RPC (SEEDS 001): throughput",
+              "clients (a connection each)", "calls/s")
+    line_plot(axes[1], series(runs, "concurrency", "p99_us"), "RPC (SEEDS 001): p99 latency",
+              "clients (a connection each)", "µs", logy=True)
+    fig.tight_layout()
+    name = "rpc_throughput_latency.png"
+    fig.savefig(os.path.join(output, name), dpi=110)
+    return name
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -96,7 +112,7 @@ def main():
     results = json.load(sys.stdin)
     os.makedirs(args.output, exist_ok=True)
     runs = results.get("runs", [])
-    written = [pingpong(runs, args.output)] + sessions(runs, args.output)
+    written = [pingpong(runs, args.output)] + sessions(runs, args.output) + [rpc(runs, args.output)]
     print(" ".join(n for n in written if n))
     return 0
 

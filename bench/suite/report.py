@@ -16,7 +16,8 @@ from collections import defaultdict
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TERN = ("tern", "tern-uring")
-PEER_ORDER = ["tern", "tern-uring", "otechod", "mtserver", "asio", "go", "tokio"]
+PEER_ORDER = ["tern", "tern-uring", "otechod", "mtserver", "asio", "go", "tokio", "grpc-sync",
+              "grpc-callback", "rpcx", "erpc"]
 
 
 def fig(run, key):
@@ -240,10 +241,65 @@ class Report:
             self.write(table(["in flight"] + servers + extra, rows))
 
     def rpc(self):
+        runs = self.by_table("001")
         self.write("## 001: RPC (teleport/erpc vs rpcx)\n")
-        self.write("Not measured yet: the `rpc` mode of tern-bench comes with tern's RPC layer. "
-                   "Its table will report TPS and mean/p50/p99/max latency in µs at "
-                   "concurrency 100–5000.\n")
+        if not runs:
+            self.write("Not measured in this run (`run.py --only 001`).\n")
+            return
+        self.write("The seed's `BenchmarkMessage` (583 bytes encoded) to `BenchmarkService/Say`; the "
+                   "server decodes it, sets field1 = \"OK\" and field2 = 100 and replies. C clients, "
+                   "each with its own connection, make N calls in all (N/C each, one after another); "
+                   "every reply is checked (field1, field2, and field3 untouched). Each server is "
+                   "driven by its own client: tern-rpc-server by `tern-bench rpc`, gRPC by "
+                   "grpc_rpc_client, rpcx and erpc by their Go clients. Servers and clients run one "
+                   "thread each. TPS = verified calls / seconds from the first call to the last "
+                   "reply; latency per call in µs (the seed printed whole ms and a minimum of 0).\n")
+        servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
+        cells = defaultdict(dict)
+        for r in runs:
+            cells[r.get("params", {}).get("concurrency")][server_of(r)] = r
+        levels = sorted(k for k in cells if k is not None)
+
+        def best_peer(level, key, pick):
+            values = [fig(r, key) for s, r in cells[level].items()
+                      if s not in TERN and r.get("verified")]
+            values = [v for v in values if v is not None]
+            return pick(values) if values else None
+
+        for title, key, pick, note in (("a. TPS (calls per second)", "tps", max, "higher is better"),
+                                       ("b. p99 latency (µs)", "p99_us", min, "lower is better")):
+            self.write(f"**{title}**, {note}\n")
+            rows = []
+            for level in levels:
+                row = [f"{level:,}"]
+                for s in servers:
+                    r = cells[level].get(s)
+                    row.append(fmt(fig(r, key)) + mark(r) if r else "–")
+                best = best_peer(level, key, pick)
+                row += [fmt(best)] + [ratio(fig(cells[level][t], key), best)
+                                      if t in cells[level] else "–" for t in TERN]
+                rows.append(row)
+            self.write(table(["clients"] + servers + ["best peer"] +
+                             [f"{t} ÷ best peer" for t in TERN], rows))
+        self.write("**c. Each server in the seed's layout** (latency in µs)\n")
+        for s in servers:
+            self.write(f"*{s}*\n")
+            rows = []
+            for level in levels:
+                r = cells[level].get(s)
+                if not r:
+                    continue
+                row = [f"{level:,}", fmt(fig(r, "mean_us")), fmt(fig(r, "p50_us")),
+                       fmt(fig(r, "max_us")), fmt(fig(r, "min_us")), fmt(fig(r, "tps")) + mark(r),
+                       fmt(fig(r, "p99_us"))]
+                if s in TERN:
+                    row += [ratio(fig(r, "tps"), best_peer(level, "tps", max)),
+                            ratio(fig(r, "p99_us"), best_peer(level, "p99_us", min))]
+                rows.append(row)
+            header = ["clients", "mean", "median", "max", "min", "TPS", "p99"]
+            if s in TERN:
+                header += ["TPS ÷ best peer", "p99 ÷ best peer"]
+            self.write(table(header, rows))
 
     def problems(self):
         bad = [r for r in self.runs if r.get("suite", {}).get("problem")]

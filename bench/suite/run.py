@@ -32,7 +32,8 @@ def parse_args():
     parser.add_argument("--build", default=os.path.join(REPO, "build", "release"),
                         help="release build directory with TERN_BUILD_BENCH=ON (default: %(default)s)")
     parser.add_argument("--full", action="store_true", help="the whole matrix (~30 min)")
-    parser.add_argument("--only", default="", help="comma-separated tables: switch,000,002,003,004")
+    parser.add_argument("--only", default="",
+                        help="comma-separated tables: switch,000,001,002,003,004")
     parser.add_argument("--seconds", type=float, default=None,
                         help="seconds per throughput cell (default: 3 quick, 5 full)")
     parser.add_argument("--quiet-wait", type=float, default=10.0,
@@ -112,8 +113,11 @@ class Suite:
                 self.catalog.command(server_name, server_threads, cell.get("server_mode", "echo"),
                                      cell.get("buf", 16384)),
                 server_cpus)
-            command[2:2] = [f"tcp://127.0.0.1:{server.port}", "--name", server_name,
-                            "--server-pid", str(server.pid)]
+            if cell.get("client") == "peer":
+                command = self.catalog.rpc_client_command(server_name, server.port, cell["args"])
+            else:
+                command[2:2] = [f"tcp://127.0.0.1:{server.port}", "--name", server_name,
+                                "--server-pid", str(server.pid)]
         command = machine.taskset(client_cpus, command)
 
         busy0, total0 = machine.busy_and_total_ticks()
@@ -192,7 +196,7 @@ def summarize(run):
     """One short line for a run record."""
     figures = run.get("figures", {})
     keys = ["mb_per_s", "pkg_per_s", "sessions_per_s", "mib_per_s", "ns_per_switch",
-            "calls_per_s", "p99_us"]
+            "calls_per_s", "tps", "p99_us"]
     parts = [f"{k}={figures[k]:.6g}" for k in keys if isinstance(figures.get(k), (int, float))]
     if not run.get("verified", False):
         parts.append("NOT VERIFIED")
@@ -212,7 +216,10 @@ def main():
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     suite = Suite(args)
-    for program in {suite.program(c) for c in cells}:
+    programs = {suite.program(c) for c in cells}
+    if any(c.get("server_mode") == "rpc" for c in cells):
+        programs.add(suite.catalog.rpc_servers["tern"])
+    for program in programs:
         if not os.access(program, os.X_OK):
             print(f"suite: {program} is missing: build with -DTERN_BUILD_BENCH=ON", file=sys.stderr)
             return 1

@@ -27,11 +27,34 @@ class Catalog:
             "go": os.path.join(build_dir, "peers", "go_echo"),
             "tokio": os.path.join(build_dir, "peers", "tokio_echo"),
         }
+        # SEEDS 001: the RPC servers and the client that drives each of them (tern's is
+        # tern-bench rpc; every peer brings its own).
+        peers = os.path.join(build_dir, "peers")
+        self.rpc_servers = {
+            "tern": os.path.join(build_dir, "tools", "tern-rpc-server"),
+            "tern-uring": os.path.join(build_dir, "tools", "tern-rpc-server"),
+            "grpc-sync": os.path.join(build_dir, "bench", "grpc_rpc_server"),
+            "grpc-callback": os.path.join(build_dir, "bench", "grpc_rpc_server"),
+            "rpcx": os.path.join(peers, "rpcx_rpc_server"),
+            "erpc": os.path.join(peers, "erpc_rpc_server"),
+        }
+        self.rpc_clients = {
+            "grpc-sync": os.path.join(build_dir, "bench", "grpc_rpc_client"),
+            "grpc-callback": os.path.join(build_dir, "bench", "grpc_rpc_client"),
+            "rpcx": os.path.join(peers, "rpcx_rpc_client"),
+            "erpc": os.path.join(peers, "erpc_rpc_client"),
+        }
         self.versions = self._read_versions()
         self.skipped = {}
         for name, path in self.binaries.items():
             if not os.access(path, os.X_OK):
                 reason = self.versions.get(name, {}).get("skip_reason") or f"{path} was not built"
+                self.skipped[name] = reason
+        for name, client in self.rpc_clients.items():
+            missing = [p for p in (self.rpc_servers[name], client) if not os.access(p, os.X_OK)]
+            if missing:
+                reason = self.versions.get(name, {}).get("skip_reason") or (
+                    f"{' and '.join(missing)} not built")
                 self.skipped[name] = reason
 
     def _read_versions(self):
@@ -52,14 +75,31 @@ class Catalog:
             by_name[short] = peer
         return by_name
 
+    def rpc_client_command(self, name, port, args):
+        """The command line of peer `name`'s own RPC client against 127.0.0.1:port, printing
+        one JSON line in tern-bench rpc's shape."""
+        command = [self.rpc_clients[name], "--target", f"127.0.0.1:{port}"] + args + ["--json"]
+        if name.startswith("grpc-"):
+            command += ["--peer", name]
+        return command
+
     def available(self, names):
         """The names from `names` whose binaries exist."""
         return [n for n in names if n not in self.skipped]
 
     def command(self, name, threads, mode="echo", buf=16384):
-        """The command line starting server `name` on 127.0.0.1, port 0."""
-        path = self.binaries[name]
+        """The command line starting server `name` on 127.0.0.1, port 0 (mode "rpc": the
+        SEEDS 001 BenchmarkService server of that name)."""
         common = ["--host", "127.0.0.1", "--port", "0"]
+        if mode == "rpc":
+            path = self.rpc_servers[name]
+            if name in ("tern", "tern-uring"):
+                io = "uring" if name == "tern-uring" else "epoll"
+                return [path, "--io", io, "--threads", str(threads)] + common
+            if name.startswith("grpc-"):
+                return [path, "--api", name[len("grpc-"):], "--threads", str(threads)] + common
+            return [path, "--threads", str(threads)] + common
+        path = self.binaries[name]
         if name in ("tern", "tern-uring"):
             io = "uring" if name == "tern-uring" else "epoll"
             return [path, "--io", io, "--threads", str(threads), "--mode", mode,

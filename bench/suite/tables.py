@@ -1,7 +1,7 @@
 """The cells of every seed table (../shared/SEEDS.md), for the quick pass and the full matrix.
 
 A cell is a dict:
-  table           seed id: "000", "002-ttcp", "002-log", "003", "004", "switch"
+  table           seed id: "000", "001", "002-ttcp", "002-log", "003", "004", "switch"
   server          server name (servers.Catalog) or None for in-process runs
   server_threads  threads of the server
   server_mode     tern-echo's --mode for this cell (peers echo whatever comes)
@@ -9,6 +9,8 @@ A cell is a dict:
   args            tern-bench arguments after the subcommand (the target is added by the runner)
   client_threads  threads the client runs on (for pinning)
   program         "tern-bench" (default) or "switch_peers"
+  client          001 only: whose client drives the server: "tern-bench" (default), or "peer" (the
+                  server's own client from bench/peers: grpc_rpc_client, rpcx/erpc_rpc_client)
 """
 
 # Servers compared in each table; peers missing on this machine are skipped by the runner.
@@ -16,6 +18,8 @@ ECHO_PEERS = ["asio", "go", "tokio"]
 TRAFFIC_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
 PINGPONG_SERVERS = ["tern", "tern-uring"] + ECHO_PEERS
 SESSIONS_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
+# SEEDS 001: tern-rpc-server on both backends and the RPC peers, each driven by its own client.
+RPC_SERVERS = ["tern", "tern-uring", "grpc-sync", "grpc-callback", "rpcx", "erpc"]
 
 
 def switch_cells(switches):
@@ -111,11 +115,30 @@ def sessions_cells(total, full):
     return cells
 
 
+def rpc_cells(total, full):
+    """SEEDS 001: -c clients, each with its own connection, make `total` calls in all. Every
+    server runs one thread and every client one (tern-bench --workers 1 on epoll, the peers'
+    clients --threads 1), so on a 2-CPU machine each side gets its own CPU."""
+    concurrencies = [100, 500, 1000, 2000, 5000] if full else [100, 1000, 5000]
+    cells = []
+    for concurrency in concurrencies:
+        for server in RPC_SERVERS:
+            tern = server in ("tern", "tern-uring")
+            args = ["-c", str(concurrency), "-n", str(total)]
+            args += ["--workers", "1", "--io", "epoll"] if tern else ["--threads", "1"]
+            cells.append({
+                "table": "001", "mode": "rpc", "server": server, "server_threads": 1,
+                "server_mode": "rpc", "client_threads": 1,
+                "client": "tern-bench" if tern else "peer", "args": args})
+    return cells
+
+
 def all_cells(full, seconds, only=None):
     """Every cell of the pass, in the order they run."""
     tables = {
         "switch": switch_cells(10_000_000),
         "000": traffic_cells(seconds, full),
+        "001": rpc_cells(1_000_000 if full else 100_000, full),
         "002-ttcp": ttcp_cells(81920, 3 if full else 1),
         "002-log": log_cells(1_000_000),
         "003": pingpong_cells(seconds, full),

@@ -15,3 +15,4 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/consumer -B ${WORK_DIR}/buil
     -DTERN_EXAMPLE_SOURCE=${SOURCE_DIR}/examples/fibers.cc)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+run(${WORK_DIR}/build/rpc_consumer)

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cpu.h"
+#include "run_support.h"
 
 namespace tern::bench {
 
@@ -272,6 +273,55 @@ std::string check_options(SwitchOptions& o) {
   if (o.switches < 2) return fmt::format("--switches {}: at least 2 (one each way)", o.switches);
   if (o.variant != "fiber" && o.variant != "context" && o.variant != "all")
     return fmt::format("--variant {}: expected fiber, context or all", o.variant);
+  return {};
+}
+
+CLI::App* add_rpc_options(CLI::App& app, RpcOptions& o) {
+  CLI::App* command = app.add_subcommand(
+      "rpc",
+      "SEEDS 001 RPC: -c clients, each with its own connection (or sharing --shared K), make -n "
+      "calls in all to tern.bench.BenchmarkService/Say, each client one after another; every "
+      "reply is checked, every call timed");
+  add_network_options(*command, o.net, "--workers",
+                      "client worker threads, each opening the channels of its clients "
+                      "(default: min(channels, CPUs))",
+                      "cap in seconds on the calls (default 0: -n bounds the run)");
+  command->add_option("-c,--concurrency", o.concurrency, "clients, a fiber each")
+      ->capture_default_str();
+  command->add_option("-n,--calls", o.calls, "calls over all clients (N/C each, one at a time)")
+      ->capture_default_str();
+  command
+      ->add_option("--shared", o.shared,
+                   "the clients multiplex over this many channels (a connection each) instead "
+                   "of one channel each (0: off)")
+      ->capture_default_str();
+  command
+      ->add_option("--timeout", o.timeout_s,
+                   "seconds a call may take (its deadline); also bounds the wait for connections")
+      ->capture_default_str();
+  check_after_parse(command, o);
+  return command;
+}
+
+std::string check_options(RpcOptions& o) {
+  if (std::string why = at_least_one("-c/--concurrency", o.concurrency, "client"); !why.empty())
+    return why;
+  if (std::string why = at_least_one("-n/--calls", o.calls, "call"); !why.empty()) return why;
+  if (o.calls < o.concurrency)
+    return fmt::format("-n {} is less than -c {}: every client makes at least one call", o.calls,
+                       o.concurrency);
+  if (o.shared > o.concurrency)
+    return fmt::format("--shared {}: at most -c ({}) channels", o.shared, o.concurrency);
+  if (std::string why = positive_seconds("--timeout", o.timeout_s); !why.empty()) return why;
+  if (std::string why = check_network(o.net, 0); !why.empty()) return why;
+  const std::size_t channels = o.shared > 0 ? o.shared : o.concurrency;
+  if (const std::size_t limit = raise_file_limit(); limit > 0 && channels + 64 > limit)
+    return fmt::format("{} connections need more descriptors than RLIMIT_NOFILE allows ({})",
+                       channels, limit);
+  if (o.net.workers == 0) o.net.workers = std::min(channels, usable_cpu_count());
+  if (o.shared > 0 && o.net.workers > o.shared)
+    return fmt::format("--workers {} with --shared {}: each worker needs a channel of its own",
+                       o.net.workers, o.shared);
   return {};
 }
 

@@ -88,6 +88,15 @@ struct SwitchOptions {
   std::string variant = "all";  // fiber, context or all
 };
 
+// SEEDS 001 RPC: -c clients make -n BenchmarkService.Say calls, each client one after another.
+struct RpcOptions {
+  NetworkOptions net;
+  std::size_t concurrency = 100;  // -c: clients, a fiber each
+  std::uint64_t calls = 100000;   // -n: calls over all clients
+  std::size_t shared = 0;         // --shared K: the clients share K channels; 0: one each
+  double timeout_s = 10;          // per call (and the wait for the connections)
+};
+
 // Each add_*_options adds the subcommand with its options, defaults and checks to `app`
 // and returns it; `options` must outlive the app.
 CLI::App* add_traffic_options(CLI::App& app, TrafficOptions& options);
@@ -95,6 +104,7 @@ CLI::App* add_pingpong_options(CLI::App& app, PingpongOptions& options);
 CLI::App* add_sessions_options(CLI::App& app, SessionsOptions& options);
 CLI::App* add_ttcp_options(CLI::App& app, TtcpOptions& options);
 CLI::App* add_switch_options(CLI::App& app, SwitchOptions& options);
+CLI::App* add_rpc_options(CLI::App& app, RpcOptions& options);
 
 // The checks across options, run after parsing (the add_*_options callbacks call them): they
 // fill in the mode's defaults (workers, duration) and the parsed target, and return what is
@@ -104,6 +114,7 @@ std::string check_options(PingpongOptions& options);
 std::string check_options(SessionsOptions& options);
 std::string check_options(TtcpOptions& options);
 std::string check_options(SwitchOptions& options);
+std::string check_options(RpcOptions& options);
 
 // The CPUs this process may run on. Any thread.
 std::size_t usable_cpu_count();

@@ -1,0 +1,75 @@
+// erpc_rpc_client: the erpc client of SEEDS.md 001's RPC benchmark (erpc v6.3.5). One erpc peer
+// dials -c sessions, each its own TCP connection with the protobuf body codec, each on its own
+// goroutine making its share of -n calls to /benchmark/say one after another; every reply is
+// checked and every call timed (see tern.bench/rpcbench.RunClient).
+//
+//	erpc_rpc_client --target HOST:PORT -c 100 -n 1000000 [--threads 1] [--timeout 10] [--json]
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	erpc "github.com/henrylee2cn/erpc/v6"
+
+	"tern.bench/benchpb"
+	"tern.bench/rpcbench"
+	"tern.local/bench/peers/erpc_rpc/logging"
+)
+
+var (
+	peerOnce sync.Once
+	peer     erpc.Peer
+)
+
+// conn is one erpc session (one connection) and the timer that bounds its calls.
+type conn struct {
+	session erpc.Session
+	timer   *time.Timer
+}
+
+var errTimeout = errors.New("call timed out")
+
+func dial(target string, timeout time.Duration) (rpcbench.Conn, error) {
+	peerOnce.Do(func() {
+		logging.Setup()
+		peer = erpc.NewPeer(erpc.PeerConfig{DefaultBodyCodec: "protobuf", DialTimeout: timeout})
+	})
+	session, stat := peer.Dial(target)
+	if !stat.OK() {
+		return nil, stat.Cause()
+	}
+	timer := time.NewTimer(timeout)
+	timer.Stop()
+	return &conn{session: session, timer: timer}, nil
+}
+
+// Call is erpc's Call (AsyncCall, then wait for it) with the wait bounded by timeout.
+func (c *conn) Call(req *benchpb.BenchmarkMessage, timeout time.Duration) (*benchpb.BenchmarkMessage, error) {
+	reply := new(rpcbench.Wire)
+	cmd := c.session.AsyncCall("/benchmark/say", &rpcbench.Wire{Msg: req}, reply,
+		make(chan erpc.CallCmd, 1))
+	c.timer.Reset(timeout)
+	select {
+	case <-cmd.Done():
+		c.timer.Stop()
+	case <-c.timer.C:
+		return nil, errTimeout
+	}
+	if stat := cmd.Status(); !stat.OK() {
+		return nil, fmt.Errorf("erpc status %d (%s): %v", stat.Code(), stat.Msg(), stat.Cause())
+	}
+	return reply.Msg, nil
+}
+
+func (c *conn) Close() error { return c.session.Close() }
+
+func main() {
+	os.Exit(rpcbench.RunClient("erpc", "erpc_rpc_client: the erpc client of SEEDS.md 001's RPC "+
+		"benchmark: -c sessions, each with its own connection, make -n calls in all to\n"+
+		"/benchmark/say, each session one call after another; replies checked, calls timed.",
+		os.Args[1:], dial))
+}

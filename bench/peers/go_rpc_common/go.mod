@@ -1,0 +1,5 @@
+module tern.bench
+
+go 1.23
+
+require google.golang.org/protobuf v1.36.12

@@ -1,0 +1,160 @@
+#pragma once
+
+#include <tern/base/clock.h>
+#include <tern/fiber/fiber.h>
+#include <tern/net/connector.h>
+#include <tern/rpc/client_context.h>
+#include <tern/rpc/future.h>
+#include <tern/rpc/status.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace tern::rpc {
+
+// How a Channel spreads calls over its endpoints.
+enum class LoadBalancing {
+  round_robin,      // each call to the next healthy endpoint
+  consistent_hash,  // by ClientContext::set_call_key (round robin for calls without a key)
+};
+
+// How a Channel behaves; the defaults suit most clients.
+struct ChannelOptions {
+  // Connections kept open to every endpoint; calls are multiplexed over them.
+  std::size_t connections_per_endpoint = 2;
+  LoadBalancing load_balancing = LoadBalancing::round_robin;
+  // Backoff between reconnect attempts and the deadline of one attempt.
+  net::ConnectorOptions reconnect;
+  // A connected connection sends a ping this often and is dropped (and reconnected) when no
+  // pong comes back within ping_timeout (0: no pings).
+  std::chrono::milliseconds ping_interval{5'000};
+  std::chrono::milliseconds ping_timeout{5'000};
+  // The deadline of calls whose context sets none (0: no deadline).
+  std::chrono::nanoseconds default_timeout{0};
+  // How many other endpoints an idempotent call tries after its connection failed.
+  unsigned max_retries = 2;
+  // Frame and metadata limits for replies (docs/rpc-protocol.md).
+  std::uint32_t max_frame_size = 64u << 20;
+  std::uint32_t max_metadata_size = 64u << 10;
+  // Receives server-push frames (the method named in their metadata, the raw body); without it
+  // they are counted and dropped. Runs on the connection's reading fiber: do not block.
+  std::function<void(std::string_view service, std::string_view method,
+                     std::span<const std::byte> body)>
+      on_push;
+};
+
+// Counters of a Channel; from the channel's worker.
+struct ChannelStats {
+  std::uint64_t calls = 0;         // calls started (one-way included)
+  std::uint64_t failed_calls = 0;  // calls that ended with a status other than ok
+  std::uint64_t retries = 0;       // extra attempts of idempotent calls
+  std::uint64_t connects = 0;      // connections established
+  std::uint64_t connection_losses = 0;
+  std::uint64_t late_replies = 0;     // replies to calls that had already given up
+  std::uint64_t protocol_errors = 0;  // connections closed for a malformed frame
+  std::size_t connected = 0;          // connections ready now
+  std::size_t endpoints = 0;
+};
+
+// A client of one or more RPC servers: "host:port", "host:port,host:port", "dns://name:port"
+// (every address the name resolves to) or "unix:/path". Keeps a small pool of multiplexed
+// connections per endpoint, reconnects with backoff, checks health with pings, balances calls
+// (round robin or consistent hash) and retries idempotent calls on another endpoint. Calls block
+// the calling fiber only. A Channel belongs to the worker that opened it: call it from fibers of
+// that worker (open one per worker to spread calls over workers).
+class Channel {
+ public:
+  // Parses and resolves `targets` and starts connecting in the background; fails with
+  // invalid_argument for a malformed target and unavailable when a name does not resolve.
+  // Worker fibers only.
+  static Result<Channel> open(std::string_view targets, ChannelOptions options = {});
+
+  Channel(Channel&&) noexcept;
+  Channel& operator=(Channel&&) noexcept;
+  // Closes the channel (see close()).
+  ~Channel();
+
+  // Calls service/method with `request` and waits for the reply, which is parsed into `reply`.
+  // Returns ok, or why there is no reply (the server's status, deadline_exceeded, cancelled,
+  // unavailable, ...).
+  Status call(ClientContext& context, std::string_view service, std::string_view method,
+              const google::protobuf::MessageLite& request, google::protobuf::MessageLite& reply);
+
+  // Sends a one-way call: the server runs the method and sends no reply. Returns once the call
+  // is queued on a connection (unavailable when none is ready).
+  Status notify(ClientContext& context, std::string_view service, std::string_view method,
+                const google::protobuf::MessageLite& request);
+
+  // Starts the call in its own fiber and returns a future of the reply. `service` and `method`
+  // must outlive the call (string literals, as generated code passes).
+  template <typename Reply, typename Request>
+  Future<Reply> call_async(const ClientContext& context, std::string_view service,
+                           std::string_view method, Request request) {
+    auto state = std::make_shared<detail::FutureState<Reply>>();
+    state->context = context;
+    start_async(
+        [impl = impl_.get(), state, service, method, request = std::move(request)]() mutable {
+          Reply reply;
+          Status status = call_on(*impl, state->context, service, method, request, reply);
+          if (status.ok()) {
+            state->result.emplace(std::move(reply));
+          } else {
+            state->result.emplace(std::unexpected(std::move(status)));
+          }
+          state->done.set();
+        });
+    return Future<Reply>(std::move(state));
+  }
+
+  // Starts the call in its own fiber and runs `done` with its outcome there.
+  template <typename Reply, typename Request>
+  void call_async(const ClientContext& context, std::string_view service, std::string_view method,
+                  Request request, std::function<void(Result<Reply>)> done) {
+    start_async([impl = impl_.get(), context = ClientContext(context), service, method,
+                 request = std::move(request), done = std::move(done)]() mutable {
+      Reply reply;
+      Status status = call_on(*impl, context, service, method, request, reply);
+      if (status.ok()) {
+        done(Result<Reply>(std::move(reply)));
+      } else {
+        done(Result<Reply>(std::unexpected(std::move(status))));
+      }
+    });
+  }
+
+  // Waits until at least one connection is ready; unavailable at the deadline.
+  Status wait_connected(Deadline deadline);
+  // Stops reconnecting, fails the calls in flight with cancelled and closes the connections;
+  // waits for the asynchronous calls it started. Idempotent.
+  void close();
+
+  ChannelStats stats() const;
+  // The endpoints ("127.0.0.1:5000"), after resolution.
+  std::vector<std::string> endpoints() const;
+
+  struct Impl;
+
+ private:
+  explicit Channel(std::unique_ptr<Impl> impl) noexcept;
+  // Runs body in a fiber the channel waits for when it closes.
+  void start_async(std::move_only_function<void()> body);
+  static Status call_on(Impl& impl, ClientContext& context, std::string_view service,
+                        std::string_view method, const google::protobuf::MessageLite& request,
+                        google::protobuf::MessageLite& reply);
+
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tern::rpc

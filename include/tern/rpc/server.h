@@ -1,0 +1,113 @@
+#pragma once
+
+#include <tern/base/clock.h>
+#include <tern/base/result.h>
+#include <tern/net/address.h>
+#include <tern/net/tcp_server.h>
+#include <tern/rpc/server_context.h>
+#include <tern/rpc/status.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+namespace tern::rpc {
+
+class Service;
+class Server;
+
+namespace detail {
+class ServerCall;
+}
+
+// How an rpc::Server behaves; the defaults suit most services.
+struct ServerOptions {
+  // Accept mode, connection limit and idle timeout of the TCP server underneath.
+  net::ServerOptions tcp;
+  // Calls running at once across the server; more get resource_exhausted (0: no limit).
+  std::size_t max_concurrent_calls = 100'000;
+  // The largest frame (header, metadata and body) accepted; a larger one closes the connection.
+  std::uint32_t max_frame_size = 64u << 20;
+  // The largest metadata block accepted.
+  std::uint32_t max_metadata_size = 64u << 10;
+  // Encoded replies a connection may hold unsent (its peer does not read); past this the
+  // connection is closed as a slow reader.
+  std::size_t max_pending_reply_bytes = 64u << 20;
+  // Stack size of the fibers that run handlers (0: the runtime's default).
+  std::size_t handler_stack_size = 0;
+};
+
+// Counters of a Server; any thread.
+struct ServerStats {
+  std::uint64_t calls = 0;                // calls that ran a handler
+  std::uint64_t failed_calls = 0;         // of those, calls that returned a status other than ok
+  std::uint64_t rejected_calls = 0;       // resource_exhausted (limit) or unavailable (stopping)
+  std::uint64_t unimplemented_calls = 0;  // no such service or method
+  std::uint64_t protocol_errors = 0;      // connections closed for a malformed frame
+  std::uint64_t slow_readers = 0;         // connections closed for not reading their replies
+  std::uint64_t in_flight = 0;            // calls running now
+  std::uint64_t connections = 0;          // connections open now
+};
+
+// The rest of an interceptor chain: calling it runs the next interceptor, or the handler after
+// the last. Call it at most once; not calling it answers the call with the interceptor's status.
+class Next {
+ public:
+  Status operator()(ServerContext& context) const;
+
+ private:
+  friend class detail::ServerCall;
+  Next(detail::ServerCall* call, std::size_t index) noexcept : call_(call), index_(index) {}
+  detail::ServerCall* call_;
+  std::size_t index_;
+};
+
+// Runs around every call, in the order added: may read the metadata, time the call, reject it
+// (return a status without calling next) or change its reply metadata. Runs on the handler's
+// fiber.
+using Interceptor = std::function<Status(ServerContext& context, const Next& next)>;
+
+// An RPC server (docs/rpc-protocol.md) on the current tern::Runtime: every connection has a
+// reading fiber, every call its own fiber, replies go out in any order. add_service and
+// add_interceptor before start(); start() and stop() from a worker fiber; stats() from any
+// thread. The server and its services must outlive stop().
+class Server {
+ public:
+  explicit Server(ServerOptions options = {});
+  // Aborts if the server is still running (call stop first).
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Hosts `service` under its service_name(); a second service of the same name is an error
+  // (std::errc::file_exists).
+  tern::Result<void> add_service(Service& service);
+  // Adds an interceptor to the chain every call runs through.
+  void add_interceptor(Interceptor interceptor);
+
+  // Binds address (port 0: the kernel picks one) and starts serving; returns the address bound.
+  tern::Result<net::Address> start(const net::Address& address);
+  // Graceful shutdown: stops accepting, tells every client (goaway) to send no more calls, lets
+  // calls in flight finish until `grace`, then closes what is left. Returns the calls that were
+  // still running at the deadline (their clients see unavailable).
+  std::size_t stop(Deadline grace);
+
+  ServerStats stats() const noexcept;
+  bool running() const noexcept { return running_; }
+  const ServerOptions& options() const noexcept { return options_; }
+
+  // What the server's connections and calls share (defined in src/rpc).
+  struct State;
+
+ private:
+  friend class Next;
+  friend class detail::ServerCall;
+
+  ServerOptions options_;
+  std::shared_ptr<State> state_;
+  bool running_ = false;
+};
+
+}  // namespace tern::rpc

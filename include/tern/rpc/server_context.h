@@ -1,0 +1,61 @@
+#pragma once
+
+#include <tern/base/clock.h>
+#include <tern/rpc/client_context.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tern::rpc {
+
+namespace detail {
+class ServerCall;
+}
+
+// What a handler knows about the call it serves: names, deadline, cancellation, metadata, peer;
+// and the reply metadata it wants to send. Valid during the handler; use it from the handler's
+// fiber (cancelled() from any fiber of the same worker).
+class ServerContext {
+ public:
+  std::string_view service() const noexcept { return service_; }
+  std::string_view method() const noexcept { return method_; }
+  // The client's deadline (kNoDeadline when it set none).
+  Deadline deadline() const noexcept { return deadline_; }
+  // True once the client cancelled the call, the deadline passed or the connection closed: the
+  // reply will not be read, so a long handler may stop early.
+  bool cancelled() const noexcept;
+  // Whether the caller asked for no reply (a one-way call).
+  bool one_way() const noexcept { return one_way_; }
+  // The call's correlation id on its connection.
+  std::uint64_t call_id() const noexcept { return call_id_; }
+  // The client's address ("127.0.0.1:51234").
+  const std::string& peer() const noexcept { return *peer_; }
+
+  // The request metadata, and the value of one key (std::nullopt when absent).
+  const MetadataEntries& metadata() const noexcept { return metadata_; }
+  std::optional<std::string_view> metadata(std::string_view key) const noexcept;
+
+  // Adds a key/value pair to the reply's metadata.
+  void add_reply_metadata(std::string key, std::string value) {
+    reply_metadata_.emplace_back(std::move(key), std::move(value));
+  }
+  const MetadataEntries& reply_metadata() const noexcept { return reply_metadata_; }
+
+ private:
+  friend class detail::ServerCall;
+
+  std::string service_;
+  std::string method_;
+  Deadline deadline_ = kNoDeadline;
+  bool one_way_ = false;
+  bool cancelled_ = false;
+  const bool* connection_closed_ = nullptr;
+  std::uint64_t call_id_ = 0;
+  const std::string* peer_ = nullptr;
+  MetadataEntries metadata_;
+  MetadataEntries reply_metadata_;
+};
+
+}  // namespace tern::rpc

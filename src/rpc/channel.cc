@@ -1,0 +1,316 @@
+#include "tern/rpc/channel.h"
+
+#include <google/protobuf/message_lite.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+
+#include "client_connection.h"
+#include "load_balancer.h"
+#include "tern/fiber/runtime.h"
+#include "tern/net/address.h"
+
+namespace tern::rpc {
+
+namespace {
+
+std::string_view trim(std::string_view text) noexcept {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// The addresses `target` names: a numeric address as is, a name (with or without dns://) as
+// everything it resolves to.
+Result<std::vector<net::Address>> addresses_of(std::string_view target) {
+  constexpr std::string_view kDns = "dns://";
+  const bool dns = target.starts_with(kDns);
+  if (dns) target.remove_prefix(kDns.size());
+  std::string why;
+  if (!dns) {
+    if (tern::Result<net::Address> numeric = net::Address::parse(target, &why)) {
+      return std::vector<net::Address>{*numeric};
+    }
+    if (target.starts_with("unix:") || target.find(':') == std::string_view::npos) {
+      return std::unexpected(
+          Status(StatusCode::invalid_argument, fmt::format("bad target '{}': {}", target, why)));
+    }
+  }
+  tern::Result<std::vector<net::Address>> found = net::resolve(target, &why);
+  if (!found || found->empty()) {
+    return std::unexpected(Status(
+        StatusCode::unavailable,
+        fmt::format(
+            "cannot resolve '{}': {}", target,
+            why.empty() ? (found ? std::string("no addresses") : found.error().message()) : why)));
+  }
+  return std::move(*found);
+}
+
+}  // namespace
+
+Result<Channel> Channel::open(std::string_view targets, ChannelOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->owner_worker = this_worker::index();
+  impl->limits.max_frame_size = options.max_frame_size;
+  impl->limits.max_metadata_size = options.max_metadata_size;
+  if (options.connections_per_endpoint == 0) options.connections_per_endpoint = 1;
+  impl->options = std::move(options);
+  std::string_view rest = targets;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    std::string_view target = trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    if (target.empty()) continue;
+    Result<std::vector<net::Address>> addresses = addresses_of(target);
+    if (!addresses) return std::unexpected(addresses.error());
+    for (const net::Address& address : *addresses) {
+      const bool known = std::any_of(impl->endpoints.begin(), impl->endpoints.end(),
+                                     [&](const auto& e) { return e->address == address; });
+      if (known) continue;
+      auto endpoint = std::make_unique<detail::Endpoint>();
+      endpoint->address = address;
+      endpoint->name = address.to_string();
+      impl->endpoints.push_back(std::move(endpoint));
+    }
+  }
+  if (impl->endpoints.empty()) {
+    return std::unexpected(
+        Status(StatusCode::invalid_argument, fmt::format("no endpoint in '{}'", targets)));
+  }
+  detail::build_ring(*impl);
+  for (auto& endpoint : impl->endpoints) {
+    for (std::size_t i = 0; i < impl->options.connections_per_endpoint; ++i) {
+      endpoint->connections.push_back(
+          std::make_unique<detail::ClientConnection>(*impl, *endpoint, i));
+    }
+  }
+  impl->stats.endpoints = impl->endpoints.size();
+  for (auto& endpoint : impl->endpoints) {
+    for (auto& connection : endpoint->connections) connection->start();
+  }
+  return Channel(std::move(impl));
+}
+
+Channel::Channel(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+Channel::Channel(Channel&&) noexcept = default;
+Channel& Channel::operator=(Channel&& other) noexcept {
+  if (this != &other) {
+    close();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+Channel::~Channel() { close(); }
+
+void Channel::close() {
+  if (!impl_ || impl_->closing) return;
+  TERN_ASSERT(this_worker::index() == impl_->owner_worker,
+              "rpc::Channel closed from another worker than the one that opened it");
+  impl_->closing = true;
+  const Status closed(StatusCode::cancelled, "the channel was closed");
+  for (auto& endpoint : impl_->endpoints) {
+    for (auto& connection : endpoint->connections) connection->close(closed);
+  }
+  while (!impl_->async_calls.wait()) this_fiber::yield();
+}
+
+void Channel::start_async(std::move_only_function<void()> body) {
+  impl_->async_calls.add();
+  spawn([impl = impl_.get(), body = std::move(body)]() mutable {
+    body();
+    impl->async_calls.done();
+  }).detach();
+}
+
+namespace {
+
+// Waits for a ready connection while some endpoint is still making its first attempt.
+detail::ClientConnection* wait_for_connection(Channel::Impl& impl, const ClientContext& context,
+                                              std::span<detail::Endpoint* const> excluded,
+                                              Deadline deadline, Status& why) {
+  const Deadline give_up =
+      std::min(deadline, deadline_after(impl.options.reconnect.attempt_timeout));
+  for (;;) {
+    if (detail::ClientConnection* c =
+            detail::pick_connection(impl, context.call_key_hash(), excluded)) {
+      return c;
+    }
+    bool connecting = false;
+    std::string last_error;
+    for (auto& endpoint : impl.endpoints) {
+      if (std::find(excluded.begin(), excluded.end(), endpoint.get()) != excluded.end()) continue;
+      connecting = connecting || endpoint->connecting();
+      for (auto& c : endpoint->connections) {
+        if (!c->last_error().empty()) last_error = c->last_error();
+      }
+    }
+    if (impl.closing) {
+      why = Status(StatusCode::cancelled, "the channel was closed");
+      return nullptr;
+    }
+    if (!connecting || Clock::now() >= give_up) {
+      why = Status(StatusCode::unavailable,
+                   last_error.empty() ? std::string("no connection is ready") : last_error);
+      return nullptr;
+    }
+    impl.state_changed.reset();
+    if (detail::pick_connection(impl, context.call_key_hash(), excluded) != nullptr) continue;
+    if (!impl.state_changed.wait_until(give_up)) {
+      if (Clock::now() < give_up) {
+        why = Status(StatusCode::cancelled, "the calling fiber was interrupted");
+        return nullptr;
+      }
+    }
+  }
+}
+
+void fill_request_metadata(wire::Metadata& metadata, const ClientContext& context,
+                           std::string_view service, std::string_view method, Deadline deadline) {
+  metadata.Clear();
+  metadata.set_service(service.data(), service.size());
+  metadata.set_method(method.data(), method.size());
+  if (deadline != kNoDeadline) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count();
+    metadata.set_timeout_us(left > 0 ? static_cast<std::uint64_t>(left) : 1);
+  }
+  for (const auto& [key, value] : context.metadata()) {
+    wire::MetadataEntry* entry = metadata.add_entries();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
+}
+
+Deadline call_deadline(const Channel::Impl& impl, const ClientContext& context) {
+  if (context.deadline() != kNoDeadline) return context.deadline();
+  if (impl.options.default_timeout.count() > 0) {
+    return deadline_after(impl.options.default_timeout);
+  }
+  return kNoDeadline;
+}
+
+}  // namespace
+
+Status Channel::call(ClientContext& context, std::string_view service, std::string_view method,
+                     const google::protobuf::MessageLite& request,
+                     google::protobuf::MessageLite& reply) {
+  return call_on(*impl_, context, service, method, request, reply);
+}
+
+Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view service,
+                        std::string_view method, const google::protobuf::MessageLite& request,
+                        google::protobuf::MessageLite& reply) {
+  ++impl.stats.calls;
+  context.reply_metadata_.clear();
+  context.attempts_ = 0;
+  const Deadline deadline = call_deadline(impl, context);
+  std::vector<detail::Endpoint*> excluded;
+  const unsigned attempts = 1 + (context.idempotent() ? impl.options.max_retries : 0);
+  Status status;
+  for (unsigned attempt = 0; attempt < attempts; ++attempt) {
+    if (context.cancelled_) {
+      status = Status(StatusCode::cancelled, "the call was cancelled");
+      break;
+    }
+    if (impl.closing) {
+      status = Status(StatusCode::cancelled, "the channel was closed");
+      break;
+    }
+    detail::ClientConnection* connection =
+        wait_for_connection(impl, context, excluded, deadline, status);
+    if (connection == nullptr) break;
+    ++context.attempts_;
+    if (attempt > 0) ++impl.stats.retries;
+    context.peer_ = connection->endpoint().name;
+    detail::PendingCall call;
+    call.reply = &reply;
+    call.context = &context;
+    fill_request_metadata(impl.scratch, context, service, method, deadline);
+    if (!connection->send(&call, detail::FrameType::request, impl.scratch, request,
+                          context.compression())) {
+      status = Status(StatusCode::unavailable, "the connection closed before the call was sent");
+      excluded.push_back(&connection->endpoint());
+      continue;
+    }
+    context.active_ = &call;
+    bool interrupted = false;
+    while (!call.finished && !call.cancelled) {
+      tern::Result<void> woken = call.done.wait_until(deadline);
+      if (!woken) {
+        interrupted = woken.error() != std::errc::timed_out;
+        break;
+      }
+    }
+    context.active_ = nullptr;
+    if (call.finished) {
+      status = std::move(call.status);
+      if (status == StatusCode::unavailable && call.transport_failure) {
+        excluded.push_back(&connection->endpoint());
+        continue;  // retried only while attempts remain (idempotent calls)
+      }
+      break;
+    }
+    connection->forget(call);
+    if (call.cancelled || interrupted) {
+      context.cancelled_ = true;
+      status = Status(StatusCode::cancelled, "the call was cancelled");
+    } else {
+      status = Status(StatusCode::deadline_exceeded,
+                      fmt::format("no reply from {} before the deadline", context.peer_));
+    }
+    break;
+  }
+  if (!status.ok()) ++impl.stats.failed_calls;
+  return status;
+}
+
+Status Channel::notify(ClientContext& context, std::string_view service, std::string_view method,
+                       const google::protobuf::MessageLite& request) {
+  Impl& impl = *impl_;
+  ++impl.stats.calls;
+  Status status;
+  const Deadline deadline = call_deadline(impl, context);
+  detail::ClientConnection* connection = wait_for_connection(impl, context, {}, deadline, status);
+  if (connection == nullptr) {
+    ++impl.stats.failed_calls;
+    return status;
+  }
+  context.peer_ = connection->endpoint().name;
+  fill_request_metadata(impl.scratch, context, service, method, deadline);
+  if (!connection->send(nullptr, detail::FrameType::one_way, impl.scratch, request,
+                        context.compression())) {
+    ++impl.stats.failed_calls;
+    return Status(StatusCode::unavailable, "the connection closed before the call was sent");
+  }
+  return Status();
+}
+
+Status Channel::wait_connected(Deadline deadline) {
+  for (;;) {
+    impl_->state_changed.reset();
+    if (detail::pick_connection(*impl_, std::nullopt, {}) != nullptr) return Status();
+    if (!impl_->state_changed.wait_until(deadline)) {
+      return Status(StatusCode::unavailable, "no connection became ready before the deadline");
+    }
+  }
+}
+
+ChannelStats Channel::stats() const {
+  ChannelStats stats = impl_->stats;
+  stats.connected = 0;
+  for (auto& endpoint : impl_->endpoints) {
+    for (auto& connection : endpoint->connections) {
+      if (connection->state() == detail::ClientConnection::State::ready) ++stats.connected;
+    }
+  }
+  return stats;
+}
+
+std::vector<std::string> Channel::endpoints() const {
+  std::vector<std::string> names;
+  for (auto& endpoint : impl_->endpoints) names.push_back(endpoint->name);
+  return names;
+}
+
+}  // namespace tern::rpc

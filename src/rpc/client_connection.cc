@@ -1,0 +1,349 @@
+#include "client_connection.h"
+
+#include <google/protobuf/message_lite.h>
+#include <sys/socket.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+
+#include "codec.h"
+#include "tern/log/log.h"
+
+namespace tern::rpc::detail {
+
+ClientConnection* Endpoint::ready_connection() noexcept {
+  const std::size_t n = connections.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    ClientConnection* c = connections[(next + i) % n].get();
+    if (c->state() == ClientConnection::State::ready) {
+      next = (next + i + 1) % n;
+      return c;
+    }
+  }
+  return nullptr;
+}
+
+bool Endpoint::connecting() const noexcept {
+  return std::any_of(connections.begin(), connections.end(), [](const auto& c) {
+    return c->state() == ClientConnection::State::connecting;
+  });
+}
+
+ClientConnection::ClientConnection(Channel::Impl& channel, Endpoint& endpoint, std::size_t index)
+    : channel_(channel),
+      endpoint_(endpoint),
+      random_(std::hash<std::string>{}(endpoint.name) ^ (0x9e3779b97f4a7c15ull * (index + 1))) {}
+
+ClientConnection::~ClientConnection() = default;
+
+void ClientConnection::start() {
+  manager_ = spawn([this] { manage(); }, {.name = "rpc connection"});
+  manager_id_ = manager_.id();
+}
+
+void ClientConnection::close(const Status& status) {
+  closing_ = true;
+  shut_down();
+  fail_all(status);
+  if (manager_.joinable()) {
+    manager_.interrupt();
+    manager_.join();
+  }
+  set_state(State::closed);
+}
+
+void ClientConnection::set_state(State state) noexcept {
+  state_ = state;
+  channel_.state_changed.set();
+}
+
+std::chrono::milliseconds ClientConnection::jittered(std::chrono::milliseconds backoff) noexcept {
+  random_ ^= random_ << 13;
+  random_ ^= random_ >> 7;
+  random_ ^= random_ << 17;
+  const double unit = static_cast<double>(random_ >> 11) / static_cast<double>(1ull << 53);
+  const double factor = 1.0 + channel_.options.reconnect.jitter * (2.0 * unit - 1.0);
+  return std::chrono::milliseconds(
+      static_cast<std::int64_t>(static_cast<double>(backoff.count()) * factor));
+}
+
+void ClientConnection::manage() {
+  const net::ConnectorOptions& policy = channel_.options.reconnect;
+  std::chrono::milliseconds backoff = policy.initial_backoff;
+  while (!closing_) {
+    tern::Result<net::TcpStream> stream =
+        net::TcpStream::connect(endpoint_.address, deadline_after(policy.attempt_timeout));
+    if (closing_) break;
+    if (!stream) {
+      last_error_ = fmt::format("connect to {}: {}", endpoint_.name, stream.error().message());
+      if (state_ != State::failed) {
+        TERN_LOG_DEBUG("rpc: {}; retrying in {} ms", last_error_, backoff.count());
+      }
+      set_state(State::failed);
+      if (!this_fiber::sleep_for(jittered(backoff))) break;  // interrupted: closing
+      backoff = std::min(
+          std::chrono::duration_cast<std::chrono::milliseconds>(backoff * policy.multiplier),
+          policy.max_backoff);
+      continue;
+    }
+    stream_ = std::move(*stream);
+    const bool told_to_go = serve();
+    if (!told_to_go && frames_received_ > 0) {
+      backoff = policy.initial_backoff;
+      continue;
+    }
+    // The server said goaway, or closed the connection before it sent anything: the next
+    // connection is likely refused or treated the same, so wait as after a failed attempt
+    // instead of hammering the server.
+    if (!this_fiber::sleep_for(jittered(backoff))) break;
+    backoff =
+        std::min(std::chrono::duration_cast<std::chrono::milliseconds>(backoff * policy.multiplier),
+                 policy.max_backoff);
+  }
+}
+
+bool ClientConnection::serve() {
+  (void)stream_.set_nodelay();
+  writer_ = std::make_unique<FrameWriter>(stream_);
+  in_.clear();
+  frames_received_ = 0;
+  pings_sent_ = 0;
+  last_pong_ = 0;
+  ++channel_.stats.connects;
+  set_state(State::ready);
+  serving_ = true;
+  Fiber writer = spawn([this] { (void)writer_->run(); }, {.name = "rpc writer"});
+  Fiber pinger;
+  if (channel_.options.ping_interval.count() > 0) {
+    pinger = spawn([this] { ping_loop(); }, {.name = "rpc ping"});
+  }
+  std::string reason = "closed by the server";
+  for (;;) {
+    std::string detail;
+    tern::Result<std::optional<RawFrame>> frame =
+        next_frame(in_.readable(), channel_.limits, &detail);
+    if (!frame) {
+      protocol_error(frame.error(), detail);
+      reason = fmt::format("protocol error: {}", frame.error().message());
+      break;
+    }
+    if (frame->has_value()) {
+      const std::size_t size = (*frame)->size();
+      ++frames_received_;
+      const bool keep = handle(**frame);
+      in_.consume(size);
+      if (!keep) {
+        reason = "protocol error";
+        break;
+      }
+      continue;
+    }
+    tern::Result<std::size_t> got = in_.read_from(stream_, kNoDeadline, 16 * 1024);
+    if (!got) {
+      reason = got.error().message();
+      break;
+    }
+    if (*got == 0) {
+      if (in_.size() > 0) reason = "closed by the server in the middle of a frame";
+      break;
+    }
+  }
+  serving_ = false;
+  const bool lost = !closing_;
+  const bool told_to_go = state_ == State::draining;
+  if (lost) {
+    ++channel_.stats.connection_losses;
+    last_error_ = fmt::format("connection to {} lost: {}", endpoint_.name, reason);
+    if (state_ != State::draining) TERN_LOG_INFO("rpc: {}", last_error_);
+    set_state(State::failed);
+  }
+  shut_down();
+  Status failure(StatusCode::unavailable, lost ? last_error_ : "the channel was closed");
+  fail_all(failure);
+  writer_->stop();
+  if (pinger.joinable()) {
+    pinger.interrupt();
+    pinger.join();
+  }
+  writer.join();
+  writer_.reset();
+  stream_.close();
+  return told_to_go;
+}
+
+bool ClientConnection::send(PendingCall* call, FrameType type, const wire::Metadata& metadata,
+                            const google::protobuf::MessageLite& request, bool compress) {
+  if (state_ != State::ready || !writer_ || writer_->failed()) return false;
+  const std::uint64_t id = next_id_++;
+  if (call != nullptr) {
+    call->id = id;
+    pending_.emplace(id, call);
+  }
+  append_message_frame(writer_->buffer(), type, id, &metadata, request, compress);
+  writer_->wake();
+  return true;
+}
+
+void ClientConnection::forget(PendingCall& call) {
+  if (pending_.erase(call.id) == 0) return;
+  if (state_ == State::ready || state_ == State::draining) {
+    append_frame(writer_->buffer(), FrameType::cancel, call.id, nullptr, {}, false);
+    writer_->wake();
+  }
+  if (state_ == State::draining && pending_.empty()) shut_down();
+}
+
+void ClientConnection::finish(PendingCall& call, Status status) {
+  call.status = std::move(status);
+  call.finished = true;
+  call.done.set();
+}
+
+void ClientConnection::fail_all(const Status& status) {
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [id, call] : pending) {
+    call->transport_failure = true;
+    finish(*call, status);
+  }
+}
+
+bool ClientConnection::handle(const RawFrame& frame) {
+  switch (frame.header.type) {
+    case FrameType::response:
+      return handle_response(frame);
+    case FrameType::pong:
+      last_pong_ = std::max(last_pong_, frame.header.call_id);
+      return true;
+    case FrameType::ping:
+      append_frame(writer_->buffer(), FrameType::pong, frame.header.call_id, nullptr, {}, false);
+      writer_->wake();
+      return true;
+    case FrameType::goaway: {
+      if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
+        protocol_error(parsed.error(), "goaway metadata");
+        return false;
+      }
+      TERN_LOG_INFO("rpc: {} sent goaway ({}); new calls go to a new connection", endpoint_.name,
+                    metadata_.status_message());
+      last_error_ = fmt::format("{} is going away: {}", endpoint_.name, metadata_.status_message());
+      set_state(State::draining);
+      if (pending_.empty()) shut_down();
+      return true;
+    }
+    case FrameType::push: {
+      if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
+        protocol_error(parsed.error(), "push metadata");
+        return false;
+      }
+      tern::Result<std::span<const std::byte>> body =
+          plain_body(frame, channel_.limits.max_frame_size, scratch_);
+      if (!body) {
+        protocol_error(body.error(), "push body");
+        return false;
+      }
+      if (channel_.options.on_push) {
+        channel_.options.on_push(metadata_.service(), metadata_.method(), *body);
+      }
+      return true;
+    }
+    case FrameType::request:
+    case FrameType::one_way:
+    case FrameType::cancel:
+      protocol_error(
+          make_error_code(ProtocolErrc::unexpected_frame),
+          fmt::format("frame type {} from a server", static_cast<int>(frame.header.type)));
+      return false;
+  }
+  return false;
+}
+
+bool ClientConnection::handle_response(const RawFrame& frame) {
+  const std::uint64_t id = frame.header.call_id;
+  auto found = pending_.find(id);
+  if (found == pending_.end()) {
+    if (id == 0 || id >= next_id_) {
+      protocol_error(make_error_code(ProtocolErrc::unknown_call_id),
+                     fmt::format("reply to call {}; the last call sent was {}", id, next_id_ - 1));
+      return false;
+    }
+    ++channel_.stats.late_replies;  // the caller gave up (deadline or cancel) before it came
+    return true;
+  }
+  PendingCall& call = *found->second;
+  pending_.erase(found);
+  if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
+    finish(call, Status(StatusCode::internal, "the reply's metadata is not valid protobuf"));
+    protocol_error(parsed.error(), fmt::format("reply to call {}", id));
+    return false;
+  }
+  if (call.context != nullptr && metadata_.entries_size() > 0) {
+    for (const wire::MetadataEntry& entry : metadata_.entries()) {
+      call.context->reply_metadata_.emplace_back(entry.key(), entry.value());
+    }
+  }
+  // A code past the 8-bit range is still a failure (unknown), never ok by truncation.
+  const std::uint32_t raw_code = metadata_.status();
+  const StatusCode code = raw_code > 0xff ? StatusCode::unknown : static_cast<StatusCode>(raw_code);
+  if (code != StatusCode::ok) {
+    finish(call, Status(code, metadata_.status_message()));
+  } else if (call.reply != nullptr) {
+    tern::Result<std::span<const std::byte>> body =
+        plain_body(frame, channel_.limits.max_frame_size, scratch_);
+    if (!body) {
+      finish(call, Status(StatusCode::internal, "the reply's body does not decompress"));
+      protocol_error(body.error(), fmt::format("reply to call {}", id));
+      return false;
+    }
+    if (!call.reply->ParseFromArray(body->data(), static_cast<int>(body->size()))) {
+      finish(call,
+             Status(StatusCode::internal, fmt::format("reply of {} bytes is not a valid {}",
+                                                      body->size(), call.reply->GetTypeName())));
+    } else {
+      finish(call, Status());
+    }
+  } else {
+    finish(call, Status());
+  }
+  if (state_ == State::draining && pending_.empty()) shut_down();
+  return true;
+}
+
+void ClientConnection::ping_loop() {
+  const auto interval = channel_.options.ping_interval;
+  const auto timeout = channel_.options.ping_timeout;
+  for (;;) {
+    if (!this_fiber::sleep_for(interval)) return;
+    if (state_ != State::ready) continue;
+    const std::uint64_t sent = ++pings_sent_;
+    append_frame(writer_->buffer(), FrameType::ping, sent, nullptr, {}, false);
+    writer_->wake();
+    if (!this_fiber::sleep_for(timeout)) return;
+    if (last_pong_ < sent && state_ == State::ready) {
+      TERN_LOG_WARN("rpc: no pong from {} within {} ms; reconnecting", endpoint_.name,
+                    timeout.count());
+      shut_down();
+      return;
+    }
+  }
+}
+
+void ClientConnection::protocol_error(std::error_code error, const std::string& detail) {
+  ++channel_.stats.protocol_errors;
+  TERN_LOG_WARN("rpc: closing the connection to {}: {} ({})", endpoint_.name, error.message(),
+                detail);
+}
+
+void ClientConnection::shut_down() noexcept {
+  if (!stream_.is_open()) return;
+  ::shutdown(stream_.fd(), SHUT_RDWR);
+  // The managing fiber reads in serve(); wake it even where a shut-down socket's pending read is
+  // not completed by the kernel.
+  if (serving_ && !in_manager() && manager_.joinable()) manager_.interrupt();
+}
+
+bool ClientConnection::in_manager() const noexcept {
+  return manager_.joinable() && this_fiber::id() == manager_id_;
+}
+
+}  // namespace tern::rpc::detail

@@ -1,0 +1,136 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "frame.h"
+#include "frame_writer.h"
+#include "metadata.pb.h"
+#include "tern/fiber/event.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/wait_group.h"
+#include "tern/net/address.h"
+#include "tern/net/buffer.h"
+#include "tern/net/tcp_stream.h"
+#include "tern/rpc/channel.h"
+#include "tern/rpc/client_context.h"
+#include "tern/rpc/status.h"
+
+namespace tern::rpc::detail {
+
+class ClientConnection;
+
+// A call waiting for its reply; lives on the calling fiber's stack.
+struct PendingCall {
+  std::uint64_t id = 0;
+  google::protobuf::MessageLite* reply = nullptr;
+  ClientContext* context = nullptr;
+  Event done;
+  Status status;
+  bool finished = false;
+  bool cancelled = false;
+  bool transport_failure = false;  // the connection failed before a reply: safe to retry
+};
+
+// A server a channel talks to, with its pool of connections.
+struct Endpoint {
+  std::string name;  // "127.0.0.1:5000"
+  net::Address address;
+  std::vector<std::unique_ptr<ClientConnection>> connections;
+  std::size_t next = 0;  // round robin over the pool
+
+  // A connection ready for calls, or nullptr.
+  ClientConnection* ready_connection() noexcept;
+  // Whether some connection is still making its first attempt.
+  bool connecting() const noexcept;
+};
+
+}  // namespace tern::rpc::detail
+
+namespace tern::rpc {
+
+// What a Channel's connections and calls share. Fibers of the channel's worker.
+struct Channel::Impl {
+  ChannelOptions options;
+  detail::Limits limits;
+  std::vector<std::unique_ptr<detail::Endpoint>> endpoints;
+  std::vector<std::pair<std::uint64_t, std::size_t>> ring;  // consistent hash: point, endpoint
+  std::size_t next_endpoint = 0;
+  Event state_changed;  // set whenever a connection becomes ready or fails
+  WaitGroup async_calls;
+  ChannelStats stats;
+  wire::Metadata scratch;  // request metadata, encoded by one fiber at a time
+  bool closing = false;
+  std::size_t owner_worker = 0;
+};
+
+}  // namespace tern::rpc
+
+namespace tern::rpc::detail {
+
+// One connection of a channel to an endpoint: a managing fiber connects (with backoff), reads
+// replies and fails the calls in flight when the connection breaks, then connects again.
+// Fibers of the channel's worker.
+class ClientConnection {
+ public:
+  enum class State { connecting, ready, draining, failed, closed };
+
+  ClientConnection(Channel::Impl& channel, Endpoint& endpoint, std::size_t index);
+  ~ClientConnection();
+
+  // Starts the managing fiber.
+  void start();
+  // Stops reconnecting, fails the calls in flight with `status` and waits for the fibers.
+  void close(const Status& status);
+
+  State state() const noexcept { return state_; }
+  const std::string& last_error() const noexcept { return last_error_; }
+  Endpoint& endpoint() noexcept { return endpoint_; }
+
+  // Sends a request (or a one-way call when `call` is null); false if the connection is not
+  // ready. A request's call is registered for its reply.
+  bool send(PendingCall* call, FrameType type, const wire::Metadata& metadata,
+            const google::protobuf::MessageLite& request, bool compress);
+  // Stops waiting for call's reply (deadline or cancellation) and tells the server.
+  void forget(PendingCall& call);
+
+ private:
+  void manage();
+  // Serves a connected stream until it fails; true when the server had sent goaway.
+  bool serve();
+  bool handle(const RawFrame& frame);
+  bool handle_response(const RawFrame& frame);
+  void fail_all(const Status& status);
+  void finish(PendingCall& call, Status status);
+  void ping_loop();
+  void set_state(State state) noexcept;
+  void protocol_error(std::error_code error, const std::string& detail);
+  void shut_down() noexcept;
+  bool in_manager() const noexcept;
+  std::chrono::milliseconds jittered(std::chrono::milliseconds backoff) noexcept;
+
+  Channel::Impl& channel_;
+  Endpoint& endpoint_;
+  State state_ = State::connecting;
+  net::TcpStream stream_;
+  std::unique_ptr<FrameWriter> writer_;
+  net::Buffer in_;
+  wire::Metadata metadata_;
+  std::string scratch_;
+  std::unordered_map<std::uint64_t, PendingCall*> pending_;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t pings_sent_ = 0;       // on the current connection
+  std::uint64_t last_pong_ = 0;        // the highest ping id answered on it
+  std::uint64_t frames_received_ = 0;  // on the current connection
+  std::string last_error_;
+  std::uint64_t random_;
+  Fiber manager_;
+  std::uint64_t manager_id_ = 0;
+  bool serving_ = false;
+  bool closing_ = false;
+};
+
+}  // namespace tern::rpc::detail

@@ -1,0 +1,44 @@
+#include "tern/rpc/client_context.h"
+
+#include "client_connection.h"
+#include "load_balancer.h"
+
+namespace tern::rpc {
+
+ClientContext::ClientContext(const ClientContext& other)
+    : deadline_(other.deadline_),
+      metadata_(other.metadata_),
+      call_key_hash_(other.call_key_hash_),
+      idempotent_(other.idempotent_),
+      compress_(other.compress_),
+      cancelled_(other.cancelled_) {}
+
+ClientContext& ClientContext::operator=(const ClientContext& other) {
+  if (this != &other) {
+    deadline_ = other.deadline_;
+    metadata_ = other.metadata_;
+    call_key_hash_ = other.call_key_hash_;
+    idempotent_ = other.idempotent_;
+    compress_ = other.compress_;
+    cancelled_ = other.cancelled_;
+    active_ = nullptr;
+    reply_metadata_.clear();
+    peer_.clear();
+    attempts_ = 0;
+  }
+  return *this;
+}
+
+void ClientContext::set_call_key(std::string_view key) noexcept {
+  call_key_hash_ = detail::hash_key(key);
+}
+
+void ClientContext::cancel() noexcept {
+  cancelled_ = true;
+  if (active_ != nullptr) {
+    active_->cancelled = true;
+    active_->done.set();
+  }
+}
+
+}  // namespace tern::rpc

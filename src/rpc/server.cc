@@ -1,0 +1,127 @@
+#include "tern/rpc/server.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "server_connection.h"
+#include "server_state.h"
+#include "tern/base/assert.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+#include "tern/rpc/service.h"
+
+namespace tern::rpc {
+
+namespace {
+
+// Waits for group even when the waiting fiber is interrupted.
+void wait_all(WaitGroup& group) {
+  while (!group.wait()) this_fiber::yield();
+}
+
+}  // namespace
+
+const Method* Server::State::find(std::string_view service, std::string_view method,
+                                  Service** owner) const {
+  auto entry = services.find(service);
+  if (entry == services.end()) return nullptr;
+  auto found = entry->second.methods.find(method);
+  if (found == entry->second.methods.end()) return nullptr;
+  *owner = entry->second.service;
+  return found->second;
+}
+
+Server::Server(ServerOptions options)
+    : options_(std::move(options)), state_(std::make_shared<State>()) {
+  state_->options = options_;
+  state_->limits.max_frame_size = options_.max_frame_size;
+  state_->limits.max_metadata_size = options_.max_metadata_size;
+}
+
+Server::~Server() {
+  if (running_) {
+    std::fprintf(stderr, "tern: rpc::Server destroyed while running; call stop() first\n");
+    std::abort();
+  }
+}
+
+tern::Result<void> Server::add_service(Service& service) {
+  TERN_ASSERT(!running_, "rpc::Server::add_service after start()");
+  const std::string name(service.service_name());
+  if (state_->services.contains(name)) return fail(std::errc::file_exists);
+  State::ServiceEntry entry;
+  entry.service = &service;
+  for (const Method& method : service.methods()) {
+    entry.methods.emplace(std::string(method.name), &method);
+  }
+  state_->services.emplace(name, std::move(entry));
+  return {};
+}
+
+void Server::add_interceptor(Interceptor interceptor) {
+  TERN_ASSERT(!running_, "rpc::Server::add_interceptor after start()");
+  state_->interceptors.push_back(std::move(interceptor));
+}
+
+tern::Result<net::Address> Server::start(const net::Address& address) {
+  TERN_ASSERT(!running_, "rpc::Server::start called twice");
+  state_->workers.clear();
+  for (std::size_t i = 0; i < this_worker::count(); ++i) {
+    state_->workers.push_back(std::make_unique<State::WorkerConnections>());
+  }
+  state_->stopping.store(false, std::memory_order_release);
+  State* state = state_.get();
+  state_->tcp = std::make_unique<net::TcpServer>(options_.tcp, [this, state](net::TcpStream& s) {
+    detail::ServerConnection connection(*this, *state, s);
+    connection.serve();
+  });
+  tern::Result<net::Address> bound = state_->tcp->start(address);
+  if (!bound) {
+    (void)state_->tcp->stop(kNoDeadline);
+    state_->tcp.reset();
+    return bound;
+  }
+  running_ = true;
+  return bound;
+}
+
+std::size_t Server::stop(Deadline grace) {
+  if (!running_) return 0;
+  state_->stopping.store(true, std::memory_order_release);
+  // Every connection on every worker gets a goaway and closes once its calls are answered.
+  WaitGroup told;
+  for (std::size_t i = 0; i < state_->workers.size(); ++i) {
+    State::WorkerConnections* worker = state_->workers[i].get();
+    told.add();
+    const bool posted = static_cast<bool>(tern::post(i, [worker, &told] {
+      for (detail::ServerConnection* connection : worker->open) connection->goaway();
+      told.done();
+    }));
+    if (!posted) told.done();
+  }
+  wait_all(told);
+  std::size_t cut = 0;
+  if (!state_->calls.wait_until(grace)) cut = state_->in_flight.load(std::memory_order_acquire);
+  // Connections still open at the deadline are shut down; their calls see cancelled().
+  (void)state_->tcp->stop(grace);
+  wait_all(state_->calls);
+  state_->tcp.reset();
+  running_ = false;
+  return cut;
+}
+
+ServerStats Server::stats() const noexcept {
+  const State& s = *state_;
+  ServerStats stats;
+  stats.calls = s.call_count.load(std::memory_order_relaxed);
+  stats.failed_calls = s.failed_calls.load(std::memory_order_relaxed);
+  stats.rejected_calls = s.rejected_calls.load(std::memory_order_relaxed);
+  stats.unimplemented_calls = s.unimplemented_calls.load(std::memory_order_relaxed);
+  stats.protocol_errors = s.protocol_errors.load(std::memory_order_relaxed);
+  stats.slow_readers = s.slow_readers.load(std::memory_order_relaxed);
+  stats.in_flight = s.in_flight.load(std::memory_order_relaxed);
+  stats.connections = s.connections.load(std::memory_order_relaxed);
+  return stats;
+}
+
+}  // namespace tern::rpc

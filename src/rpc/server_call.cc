@@ -1,0 +1,71 @@
+#include "server_call.h"
+
+#include <google/protobuf/message_lite.h>
+
+#include <exception>
+
+#include "codec.h"
+#include "server_connection.h"
+#include "server_state.h"
+
+namespace tern::rpc {
+
+bool ServerContext::cancelled() const noexcept {
+  return cancelled_ || (connection_closed_ != nullptr && *connection_closed_) ||
+         (deadline_ != kNoDeadline && Clock::now() >= deadline_);
+}
+
+Status Next::operator()(ServerContext& /*context*/) const { return call_->run_from(index_); }
+
+namespace detail {
+
+ServerCall::ServerCall(ServerConnection& connection, const Server& server, Start start,
+                       std::string body, MetadataEntries metadata)
+    : connection_(connection), server_(server), start_(start), body_(std::move(body)) {
+  context_.service_ = start.service->service_name();
+  context_.method_ = start.method->name;
+  context_.deadline_ = start.deadline;
+  context_.one_way_ = start.one_way;
+  context_.call_id_ = start.call_id;
+  context_.peer_ = &connection.peer();
+  context_.connection_closed_ = connection.closed_flag();
+  context_.metadata_ = std::move(metadata);
+}
+
+std::span<const std::byte> ServerCall::request() const noexcept { return as_bytes(body_); }
+
+void ServerCall::reply(const google::protobuf::MessageLite& message) {
+  message.SerializeToString(&reply_);
+  replied_ = true;
+}
+
+Status ServerCall::run_from(std::size_t index) {
+  const std::vector<Interceptor>& chain = server_.state_->interceptors;
+  if (index < chain.size()) return chain[index](context_, Next(this, index + 1));
+  return start_.method->invoke(*start_.service, context_, *this);
+}
+
+void ServerCall::run() {
+  Status status;
+  try {
+    status = run_from(0);
+  } catch (const std::exception& e) {
+    status = Status(StatusCode::internal, std::string("handler threw: ") + e.what());
+  } catch (...) {
+    status = Status(StatusCode::internal, "handler threw a non-exception");
+  }
+  Server::State& state = *server_.state_;
+  if (!status.ok()) state.failed_calls.fetch_add(1, std::memory_order_relaxed);
+  if (!start_.one_way) {
+    if (status.ok() && start_.deadline != kNoDeadline && Clock::now() >= start_.deadline) {
+      status = Status(StatusCode::deadline_exceeded, "the handler finished after the deadline");
+    }
+    const bool with_body = status.ok() && replied_;
+    connection_.send_reply(start_.call_id, status,
+                           with_body ? as_bytes(reply_) : std::span<const std::byte>{},
+                           context_.reply_metadata(), start_.compressed);
+  }
+}
+
+}  // namespace detail
+}  // namespace tern::rpc

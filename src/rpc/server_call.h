@@ -1,0 +1,56 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tern/base/intrusive_list.h"
+#include "tern/rpc/server.h"
+#include "tern/rpc/server_context.h"
+#include "tern/rpc/service.h"
+
+namespace tern::rpc::detail {
+
+class ServerConnection;
+
+// One call being served: lives on its own fiber's stack while the handler runs; runs the
+// interceptors and the method, then hands the outcome to its connection. Handler fiber only.
+class ServerCall final : public UnaryCall {
+ public:
+  struct Start {
+    Service* service = nullptr;
+    const Method* method = nullptr;
+    std::uint64_t call_id = 0;
+    bool one_way = false;
+    bool compressed = false;
+    Deadline deadline = kNoDeadline;
+  };
+
+  ServerCall(ServerConnection& connection, const Server& server, Start start, std::string body,
+             MetadataEntries metadata);
+
+  // Runs the call and sends its reply (unless one-way).
+  void run();
+
+  std::span<const std::byte> request() const noexcept override;
+  void reply(const google::protobuf::MessageLite& message) override;
+
+  // Marks the call cancelled by the client.
+  void cancel() noexcept { context_.cancelled_ = true; }
+  std::uint64_t call_id() const noexcept { return start_.call_id; }
+
+  // Runs interceptor `index` of the chain, or the method after the last one.
+  Status run_from(std::size_t index);
+
+  ListHook hook;
+
+ private:
+  ServerConnection& connection_;
+  const Server& server_;
+  Start start_;
+  std::string body_;
+  std::string reply_;
+  bool replied_ = false;
+  ServerContext context_;
+};
+
+}  // namespace tern::rpc::detail

@@ -1,0 +1,269 @@
+#include "server_connection.h"
+
+#include <sys/socket.h>
+
+#include <fmt/format.h>
+
+#include "codec.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+#include "tern/log/log.h"
+
+namespace tern::rpc::detail {
+
+namespace {
+
+// Waits for group even when the waiting fiber is interrupted (the calls end on their own).
+void wait_all(WaitGroup& group) {
+  while (!group.wait()) this_fiber::yield();
+}
+
+}  // namespace
+
+ServerConnection::ServerConnection(const Server& server, Server::State& state,
+                                   net::TcpStream& stream)
+    : server_(server), state_(state), stream_(stream), writer_(stream) {
+  tern::Result<net::Address> peer = stream.peer_address();
+  peer_ = peer ? peer->to_string() : std::string("unknown peer");
+}
+
+void ServerConnection::serve() {
+  (void)stream_.set_nodelay();
+  Server::State::WorkerConnections& here = *state_.workers[this_worker::index()];
+  here.open.insert(this);
+  state_.connections.fetch_add(1, std::memory_order_relaxed);
+  if (state_.stopping.load(std::memory_order_acquire)) goaway();
+
+  Fiber writer = spawn([this] { (void)writer_.run(); }, {.name = "rpc writer"});
+  reader_ = spawn([this] { read_loop(); }, {.name = "rpc reader"});
+  reader_.join();
+  closed_ = true;
+  calls_.for_each([](ServerCall& call) { call.cancel(); });
+  wait_all(call_fibers_);
+  writer_.stop();
+  writer.join();
+  here.open.erase(this);
+  state_.connections.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void ServerConnection::read_loop() {
+  bool open = true;
+  while (open && !reading_stopped_) {
+    std::string detail;
+    tern::Result<std::optional<RawFrame>> frame =
+        next_frame(in_.readable(), state_.limits, &detail);
+    if (!frame) {
+      protocol_error(frame.error(), detail);
+      return;
+    }
+    if (frame->has_value()) {
+      const std::size_t size = (*frame)->size();
+      open = handle(**frame);
+      in_.consume(size);
+      continue;
+    }
+    tern::Result<std::size_t> got = in_.read_from(stream_, kNoDeadline, 16 * 1024);
+    if (!got || *got == 0) {
+      if (!got && !reading_stopped_ && got.error() != std::errc::operation_canceled &&
+          got.error() != std::errc::connection_reset) {
+        TERN_LOG_DEBUG("rpc: connection from {} failed: {}", peer_, got.error().message());
+      } else if (got && in_.size() > 0) {
+        state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+        TERN_LOG_WARN("rpc: {} closed the connection in the middle of a frame ({} bytes of it)",
+                      peer_, in_.size());
+      }
+      return;
+    }
+  }
+}
+
+bool ServerConnection::handle(const RawFrame& frame) {
+  switch (frame.header.type) {
+    case FrameType::request:
+      return start_call(frame, false);
+    case FrameType::one_way:
+      return start_call(frame, true);
+    case FrameType::ping:
+      append_frame(writer_.buffer(), FrameType::pong, frame.header.call_id, nullptr, {}, false);
+      writer_.wake();
+      return true;
+    case FrameType::cancel:
+      calls_.for_each([&](ServerCall& call) {
+        if (call.call_id() == frame.header.call_id) call.cancel();
+      });
+      return true;
+    case FrameType::goaway:
+      // The client will send no more calls; answer the ones in flight and close.
+      draining_ = true;
+      close_when_idle();
+      return true;
+    case FrameType::response:
+    case FrameType::push:
+    case FrameType::pong:
+      protocol_error(
+          make_error_code(ProtocolErrc::unexpected_frame),
+          fmt::format("frame type {} from a client", static_cast<int>(frame.header.type)));
+      return false;
+  }
+  return false;
+}
+
+bool ServerConnection::start_call(const RawFrame& frame, bool one_way) {
+  const std::uint64_t id = frame.header.call_id;
+  if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
+    protocol_error(parsed.error(),
+                   fmt::format("call {}: {} bytes of metadata", id, frame.metadata.size()));
+    return false;
+  }
+  if (id > last_call_id_) last_call_id_ = id;
+  auto answer = [&](Status status) {
+    if (!one_way) reply_status(id, status);
+    return true;
+  };
+  if (draining_ || state_.stopping.load(std::memory_order_acquire)) {
+    state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
+    return answer(Status(StatusCode::unavailable, "the server is shutting down"));
+  }
+  Service* service = nullptr;
+  const Method* method = state_.find(metadata_.service(), metadata_.method(), &service);
+  if (method == nullptr) {
+    state_.unimplemented_calls.fetch_add(1, std::memory_order_relaxed);
+    return answer(Status(
+        StatusCode::unimplemented,
+        fmt::format("no method {}/{} on this server", metadata_.service(), metadata_.method())));
+  }
+  const std::size_t limit = state_.options.max_concurrent_calls;
+  if (limit != 0 && state_.in_flight.load(std::memory_order_relaxed) >= limit) {
+    state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
+    return answer(Status(StatusCode::resource_exhausted,
+                         fmt::format("the server runs {} calls already (its limit)", limit)));
+  }
+  tern::Result<std::span<const std::byte>> body =
+      plain_body(frame, state_.limits.max_frame_size, scratch_);
+  if (!body) {
+    protocol_error(body.error(), fmt::format("call {}: {} byte body", id, frame.body.size()));
+    return false;
+  }
+  ServerCall::Start start{.service = service,
+                          .method = method,
+                          .call_id = id,
+                          .one_way = one_way,
+                          .compressed = (frame.header.flags & kFlagCompressed) != 0,
+                          .deadline = kNoDeadline};
+  if (metadata_.timeout_us() != 0) {
+    start.deadline = deadline_after(std::chrono::microseconds(metadata_.timeout_us()));
+  }
+  MetadataEntries entries;
+  if (metadata_.entries_size() > 0) {
+    entries.reserve(static_cast<std::size_t>(metadata_.entries_size()));
+    for (const wire::MetadataEntry& entry : metadata_.entries()) {
+      entries.emplace_back(entry.key(), entry.value());
+    }
+  }
+  std::string request(reinterpret_cast<const char*>(body->data()), body->size());
+  state_.in_flight.fetch_add(1, std::memory_order_relaxed);
+  state_.call_count.fetch_add(1, std::memory_order_relaxed);
+  state_.calls.add();
+  call_fibers_.add();
+  try {
+    spawn(
+        [this, start, request = std::move(request), entries = std::move(entries)]() mutable {
+          ServerCall call(*this, server_, start, std::move(request), std::move(entries));
+          calls_.push_back(call);
+          call.run();
+          call_ended(call);
+        },
+        {.name = "rpc call",
+         .stack_size = state_.options.handler_stack_size != 0 ? state_.options.handler_stack_size
+                                                              : kDefaultStackSize})
+        .detach();
+  } catch (const std::exception& e) {
+    state_.in_flight.fetch_sub(1, std::memory_order_relaxed);
+    state_.calls.done();
+    call_fibers_.done();
+    return answer(Status(StatusCode::resource_exhausted,
+                         std::string("cannot start a fiber for the call: ") + e.what()));
+  }
+  return true;
+}
+
+void ServerConnection::call_ended(ServerCall& call) {
+  calls_.remove(call);
+  state_.in_flight.fetch_sub(1, std::memory_order_relaxed);
+  if (draining_) close_when_idle();
+  call_fibers_.done();
+  state_.calls.done();
+}
+
+void ServerConnection::send_reply(std::uint64_t call_id, const Status& status,
+                                  std::span<const std::byte> body,
+                                  const MetadataEntries& reply_metadata, bool compress) {
+  if (closed_ || writer_.failed()) return;
+  const wire::Metadata* metadata = nullptr;
+  if (!status.ok() || !reply_metadata.empty()) {
+    metadata_.Clear();
+    metadata_.set_status(static_cast<std::uint32_t>(status.code()));
+    metadata_.set_status_message(status.message());
+    for (const auto& [key, value] : reply_metadata) {
+      wire::MetadataEntry* entry = metadata_.add_entries();
+      entry->set_key(key);
+      entry->set_value(value);
+    }
+    metadata = &metadata_;
+  }
+  append_frame(writer_.buffer(), FrameType::response, call_id, metadata, body,
+               compress && !body.empty());
+  writer_.wake();
+  if (writer_.pending() > state_.options.max_pending_reply_bytes) {
+    state_.slow_readers.fetch_add(1, std::memory_order_relaxed);
+    TERN_LOG_WARN(
+        "rpc: closing the connection from {}: {} bytes of replies unsent (limit {}); "
+        "the client does not read them",
+        peer_, writer_.pending(), state_.options.max_pending_reply_bytes);
+    closed_ = true;
+    ::shutdown(stream_.fd(), SHUT_RDWR);
+    stop_reading();
+  }
+}
+
+void ServerConnection::reply_status(std::uint64_t call_id, const Status& status) {
+  send_reply(call_id, status, {}, {}, false);
+}
+
+void ServerConnection::protocol_error(std::error_code error, const std::string& detail) {
+  state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+  TERN_LOG_WARN("rpc: closing the connection from {}: {} ({})", peer_, error.message(), detail);
+  wire::Metadata goaway;
+  goaway.set_status(static_cast<std::uint32_t>(StatusCode::internal));
+  goaway.set_status_message(fmt::format("protocol error: {} ({})", error.message(), detail));
+  goaway.set_last_call_id(last_call_id_);
+  append_frame(writer_.buffer(), FrameType::goaway, 0, &goaway, {}, false);
+  writer_.wake();
+}
+
+void ServerConnection::goaway() {
+  if (draining_ && closed_) return;
+  if (!draining_) {
+    draining_ = true;
+    wire::Metadata goaway;
+    goaway.set_status(static_cast<std::uint32_t>(StatusCode::unavailable));
+    goaway.set_status_message("the server is shutting down");
+    goaway.set_last_call_id(last_call_id_);
+    append_frame(writer_.buffer(), FrameType::goaway, 0, &goaway, {}, false);
+    writer_.wake();
+  }
+  close_when_idle();
+}
+
+void ServerConnection::close_when_idle() {
+  // The connection ends once the replies are out (serve() flushes the writer before it returns).
+  if (calls_.empty()) stop_reading();
+}
+
+void ServerConnection::stop_reading() noexcept {
+  if (reading_stopped_) return;
+  reading_stopped_ = true;
+  if (reader_.joinable()) reader_.interrupt();
+}
+
+}  // namespace tern::rpc::detail

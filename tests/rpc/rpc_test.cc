@@ -1,0 +1,485 @@
+// tern::rpc end to end over loopback, under the backend named by TERN_IO: unary, async and
+// one-way calls, multiplexing, deadlines and cancellation on both sides, limits, interceptors,
+// compression, load balancing, retries, server restart and graceful shutdown.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "rpc_test.tern.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+#include "tern/fiber/wait_group.h"
+#include "tern/rpc/channel.h"
+#include "tern/rpc/server.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using tern::net::Address;
+using tern::rpc::Channel;
+using tern::rpc::ChannelOptions;
+using tern::rpc::ClientContext;
+using tern::rpc::Server;
+using tern::rpc::ServerContext;
+using tern::rpc::Status;
+using tern::rpc::StatusCode;
+using tern::rpc_test::EchoReply;
+using tern::rpc_test::EchoRequest;
+using tern::rpc_test::EchoServiceClient;
+
+// Waits until pred() holds, yielding; false at the deadline.
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
+  const tern::Deadline deadline = tern::deadline_after(limit);
+  while (!pred()) {
+    if (tern::Clock::now() >= deadline) return false;
+    (void)tern::this_fiber::sleep_for(1ms);
+  }
+  return true;
+}
+
+class TestService final : public tern::rpc_test::EchoServiceBase {
+ public:
+  explicit TestService(std::string name = "a") : name_(std::move(name)) {}
+
+  Status Echo(ServerContext& context, const EchoRequest& request, EchoReply& reply) override {
+    ++echoes;
+    reply.set_text(request.text());
+    reply.set_server(name_);
+    if (auto tag = context.metadata("tag")) context.add_reply_metadata("seen", std::string(*tag));
+    return {};
+  }
+  Status Sleep(ServerContext& context, const EchoRequest& request, EchoReply& reply) override {
+    ++sleeping;
+    const tern::Deadline until =
+        tern::deadline_after(std::chrono::milliseconds(request.delay_ms()));
+    while (tern::Clock::now() < until && !context.cancelled()) {
+      (void)tern::this_fiber::sleep_for(1ms);
+    }
+    --sleeping;
+    if (context.cancelled()) ++saw_cancel;
+    reply.set_text(request.text());
+    reply.set_server(name_);
+    return {};
+  }
+  Status Record(ServerContext&, const EchoRequest& request, EchoReply&) override {
+    recorded.push_back(request.text());
+    return {};
+  }
+
+  int echoes = 0;
+  int sleeping = 0;
+  int saw_cancel = 0;
+  std::vector<std::string> recorded;
+
+ private:
+  std::string name_;
+};
+
+ChannelOptions quick_options() {
+  ChannelOptions options;
+  options.reconnect.initial_backoff = 20ms;
+  options.reconnect.max_backoff = 100ms;
+  options.reconnect.attempt_timeout = 2s;
+  return options;
+}
+
+Address start(Server& server, TestService& service, std::uint16_t port = 0) {
+  EXPECT_TRUE(server.add_service(service));
+  tern::Result<Address> bound = server.start(Address::loopback(port));
+  EXPECT_TRUE(bound) << bound.error().message();
+  return *bound;
+}
+
+EchoRequest request(std::string text, std::uint32_t delay_ms = 0) {
+  EchoRequest r;
+  r.set_text(std::move(text));
+  r.set_delay_ms(delay_ms);
+  return r;
+}
+
+TEST(Rpc, UnaryCallCarriesMetadataBothWays) {
+  tern::Runtime runtime({.workers = 2});
+  runtime.run([] {
+    TestService service;
+    Server server;
+    const Address address = start(server, service);
+    auto channel = Channel::open(address.to_string(), quick_options());
+    ASSERT_TRUE(channel) << channel.error().to_string();
+    EchoServiceClient client(*channel);
+    ClientContext context;
+    context.add_metadata("tag", "blue");
+    auto reply = client.Echo(context, request("hello"));
+    ASSERT_TRUE(reply) << reply.error().to_string();
+    EXPECT_EQ(reply->text(), "hello");
+    EXPECT_EQ(context.reply_metadata("seen").value_or(""), "blue");
+    EXPECT_EQ(context.peer(), address.to_string());
+    auto missing = client.Missing(request("x"));
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().code(), StatusCode::unimplemented);
+    EXPECT_NE(missing.error().message().find("Missing"), std::string::npos);
+    channel->close();
+    server.stop(tern::deadline_after(5s));
+    EXPECT_EQ(server.stats().calls, 2u);
+  });
+}
+
+TEST(Rpc, UnknownServiceIsUnimplemented) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService service;
+    Server server;
+    const Address address = start(server, service);
+    auto channel = Channel::open(address.to_string(), quick_options());
+    ASSERT_TRUE(channel);
+    ClientContext context;
+    EchoReply reply;
+    Status status = channel->call(context, "no.Such", "Echo", request("x"), reply);
+    EXPECT_EQ(status.code(), StatusCode::unimplemented) << status.to_string();
+    EXPECT_EQ(server.stats().unimplemented_calls, 1u);
+    channel->close();
+    server.stop(tern::deadline_after(5s));
+  });
+}
+
+TEST(Rpc, ManyCallsShareOneConnectionAndASlowOneBlocksNone) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService service;
+    Server server;
+    const Address address = start(server, service);
+    ChannelOptions options = quick_options();
+    options.connections_per_endpoint = 1;
+    auto channel = Channel::open(address.to_string(), options);
+    ASSERT_TRUE(channel);
+    EchoServiceClient client(*channel);
+    ClientContext slow_context;
+    auto slow = client.SleepAsync(slow_context, request("slow", 60'000));
+    ASSERT_TRUE(eventually([&] { return service.sleeping == 1; }));
+    tern::WaitGroup group;
+    int ok = 0;
+    for (int i = 0; i < 200; ++i) {
+      group.add();
+      tern::spawn([&, i] {
+        auto reply = client.Echo(request(std::to_string(i)));
+        if (reply && reply->text() == std::to_string(i)) ++ok;
+        group.done();
+      }).detach();
+    }
+    ASSERT_TRUE(group.wait_for(30s));
+    EXPECT_EQ(ok, 200);
+    EXPECT_FALSE(slow.ready());
+    slow.cancel();
+    auto slow_reply = slow.get();
+    ASSERT_FALSE(slow_reply);
+    EXPECT_EQ(slow_reply.error().code(), StatusCode::cancelled);
+    EXPECT_TRUE(eventually([&] { return service.saw_cancel == 1; }));
+    EXPECT_EQ(channel->stats().connects, 1u);
+    channel->close();
+    server.stop(tern::deadline_after(5s));
+  });
+}
+
+TEST(Rpc, DeadlineExpiresOnBothSides) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService service;
+    Server server;
+    const Address address = start(server, service);
+    auto channel = Channel::open(address.to_string(), quick_options());
+    ASSERT_TRUE(channel);
+    EchoServiceClient client(*channel);
+    ClientContext context;
+    context.set_timeout(100ms);
+    const auto began = tern::Clock::now();
+    auto reply = client.Sleep(context, request("late", 60'000));
+    const auto took = tern::Clock::now() - began;
+    ASSERT_FALSE(reply);
+    EXPECT_EQ(reply.error().code(), StatusCode::deadline_exceeded);
+    EXPECT_GE(took, 100ms);
+    EXPECT_LT(took, 5s);
+    // The handler saw its deadline pass (or the cancel frame) and returned.
+    EXPECT_TRUE(eventually([&] { return service.saw_cancel == 1 && service.sleeping == 0; }));
+    channel->close();
+    server.stop(tern::deadline_after(5s));
+  });
+}
+
+TEST(Rpc, CancelFromAnotherFiber) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService service;
+    Server server;
+    const Address address = start(server, service);
+    auto channel = Channel::open(address.to_string(), quick_options());
+    ASSERT_TRUE(channel);
+    EchoServiceClient client(*channel);
+    ClientContext context;
+    tern::Fiber canceller = tern::spawn([&] {
+      ASSERT_TRUE(eventually([&] { return service.sleeping == 1; }));
+      context.cancel();
+    });
+    auto reply = client.Sleep(context, request("x", 60'000));
+    canceller.join();
+    ASSERT_FALSE(reply);
+    EXPECT_EQ(reply.error().code(), StatusCode::cancelled);
+    EXPECT_TRUE(eventually([&] { return service.saw_cancel == 1; }));
+    channel->close();
+    server.stop(tern::deadline_after(5s));
+  });
+}
+
+TEST(Rpc, ConcurrencyLimitAnswersResourceExhausted) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService service;
+    Server server({.max_concurrent_calls = 2});
+    const Address address = start(server, service);
+    auto channel = Channel::open(address.to_string(), quick_options());
+    ASSERT_TRUE(channel);
+    EchoServiceClient client(*channel);
+    ClientContext a, b;
+    auto first = client.SleepAsync(a, request("1", 60'000));
+    auto second = client.SleepAsync(b, request("2", 60'000));
+    ASSERT_TRUE(eventually([&] { return service.sleeping == 2; }));
+    auto third = client.Echo(request("3"));
+    ASSERT_FALSE(third);
+    EXPECT_EQ(third.error().code(), StatusCode::resource_exhausted);
+    first.cancel();
+    second.cancel();
+    EXPECT_FALSE(first.get());
+    EXPECT_FALSE(second.get());
+    ASSERT_TRUE(eventually([&] { return server.stats().in_flight == 0; }));
+    EXPECT_TRUE(client.Echo(request("4")));
+    EXPECT_EQ(server.stats().rejected_calls, 1u);
+    channel->close();
+    server.stop(tern::deadline_after(5s));
+  });
+}
+
+TEST(Rpc, InterceptorChecksABearerToken) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService service;
+    Server server;
+    std::vector<std::string> order;
+    server.add_interceptor([&](ServerContext& context, const tern::rpc::Next& next) {
+      order.push_back("log " + std::string(context.method()));
+      return next(context);
+    });
+    server.add_interceptor([](ServerContext& context, const tern::rpc::Next& next) {
+      if (context.metadata("authorization") != std::optional<std::string_view>("Bearer s3cret")) {
+        return Status(StatusCode::unauthenticated, "a valid bearer token is required");
+      }
+      return next(context);
+    });
+    const Address address = start(server, service);
+    auto channel = Channel::open(address.to_string(), quick_options());
+    ASSERT_TRUE(channel);
+    EchoServiceClient client(*channel);
+    auto refused = client.Echo(request("x"));
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code(), StatusCode::unauthenticated);
+    EXPECT_EQ(service.echoes, 0);
+    ClientContext context;
+    context.add_metadata("authorization", "Bearer s3cret");
+    EXPECT_TRUE(client.Echo(context, request("y")));
+    EXPECT_EQ(service.echoes, 1);
+    EXPECT_EQ(order, (std::vector<std::string>{"log Echo", "log Echo"}));
+    channel->close();
+    server.stop(tern::deadline_after(5s));
+  });
+}
+
+TEST(Rpc, CompressedCallsRoundTrip) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService service;
+    Server server;
+    const Address address = start(server, service);
+    auto channel = Channel::open(address.to_string(), quick_options());
+    ASSERT_TRUE(channel);
+    EchoServiceClient client(*channel);
+    ClientContext context;
+    context.set_compression();
+    const std::string big(1 << 20, 'z');
+    auto reply = client.Echo(context, request(big));
+    ASSERT_TRUE(reply) << reply.error().to_string();
+    EXPECT_EQ(reply->text(), big);
+    channel->close();
+    server.stop(tern::deadline_after(5s));
+  });
+}
+
+TEST(Rpc, OneWayAndCallbackCalls) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService service;
+    Server server;
+    const Address address = start(server, service);
+    auto channel = Channel::open(address.to_string(), quick_options());
+    ASSERT_TRUE(channel);
+    EchoServiceClient client(*channel);
+    ClientContext context;
+    ASSERT_TRUE(client.RecordOneWay(context, request("fire")).ok());
+    ASSERT_TRUE(eventually([&] { return service.recorded.size() == 1; }));
+    EXPECT_EQ(service.recorded[0], "fire");
+    std::string got;
+    client.EchoAsync(ClientContext(), request("cb"), [&](tern::rpc::Result<EchoReply> reply) {
+      got = reply ? reply->text() : "!";
+    });
+    ASSERT_TRUE(eventually([&] { return !got.empty(); }));
+    EXPECT_EQ(got, "cb");
+    channel->close();
+    server.stop(tern::deadline_after(5s));
+  });
+}
+
+TEST(Rpc, RoundRobinAndConsistentHashSpreadCalls) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService a("a"), b("b");
+    Server server_a, server_b;
+    const Address address_a = start(server_a, a);
+    const Address address_b = start(server_b, b);
+    const std::string targets = address_a.to_string() + "," + address_b.to_string();
+    auto channel = Channel::open(targets, quick_options());
+    ASSERT_TRUE(channel);
+    ASSERT_TRUE(channel->wait_connected(tern::deadline_after(10s)).ok());
+    ASSERT_TRUE(eventually([&] { return channel->stats().connected == 4; }));
+    EchoServiceClient client(*channel);
+    for (int i = 0; i < 40; ++i) ASSERT_TRUE(client.Echo(request("rr")));
+    EXPECT_EQ(a.echoes, 20);
+    EXPECT_EQ(b.echoes, 20);
+    channel->close();
+
+    ChannelOptions hashed = quick_options();
+    hashed.load_balancing = tern::rpc::LoadBalancing::consistent_hash;
+    auto by_key = Channel::open(targets, hashed);
+    ASSERT_TRUE(by_key);
+    ASSERT_TRUE(eventually([&] { return by_key->stats().connected == 4; }));
+    EchoServiceClient keyed(*by_key);
+    for (int key = 0; key < 20; ++key) {
+      std::string first;
+      for (int i = 0; i < 5; ++i) {
+        ClientContext context;
+        context.set_call_key("user-" + std::to_string(key));
+        auto reply = keyed.Echo(context, request("k"));
+        ASSERT_TRUE(reply);
+        if (i == 0) first = reply->server();
+        EXPECT_EQ(reply->server(), first) << "key " << key;
+      }
+    }
+    by_key->close();
+    server_a.stop(tern::deadline_after(5s));
+    server_b.stop(tern::deadline_after(5s));
+  });
+}
+
+TEST(Rpc, IdempotentCallRetriesOnAnotherEndpoint) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService a("a"), b("b");
+    Server server_a, server_b;
+    const Address address_a = start(server_a, a);
+    const Address address_b = start(server_b, b);
+    ChannelOptions options = quick_options();
+    options.connections_per_endpoint = 1;
+    auto channel = Channel::open(address_a.to_string() + "," + address_b.to_string(), options);
+    ASSERT_TRUE(channel);
+    ASSERT_TRUE(eventually([&] { return channel->stats().connected == 2; }));
+    EchoServiceClient client(*channel);
+    // Whichever server gets the call is cut off while it runs; the retry lands on the other.
+    ClientContext context;
+    context.set_idempotent();
+    auto call = client.SleepAsync(context, request("again", 300));
+    ASSERT_TRUE(eventually([&] { return a.sleeping + b.sleeping == 1; }));
+    Server& victim = a.sleeping == 1 ? server_a : server_b;
+    const std::string survivor = a.sleeping == 1 ? "b" : "a";
+    EXPECT_EQ(victim.stop(tern::Clock::now()), 1u);
+    auto reply = call.get();
+    ASSERT_TRUE(reply) << reply.error().to_string();
+    EXPECT_EQ(reply->server(), survivor);
+    EXPECT_EQ(call.context().attempts(), 2u);
+    EXPECT_GE(channel->stats().retries, 1u);
+    channel->close();
+    server_a.stop(tern::deadline_after(5s));
+    server_b.stop(tern::deadline_after(5s));
+  });
+}
+
+TEST(Rpc, ServerRestartFailsCallsInFlightThenReconnects) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService service;
+    auto server = std::make_unique<Server>();
+    const Address address = start(*server, service);
+    auto channel = Channel::open(address.to_string(), quick_options());
+    ASSERT_TRUE(channel);
+    EchoServiceClient client(*channel);
+    ASSERT_TRUE(client.Echo(request("before")));
+    ClientContext context;
+    auto in_flight = client.SleepAsync(context, request("cut", 60'000));
+    ASSERT_TRUE(eventually([&] { return service.sleeping == 1; }));
+    EXPECT_EQ(server->stop(tern::Clock::now()), 1u);
+    auto failed = in_flight.get();
+    ASSERT_FALSE(failed);
+    EXPECT_EQ(failed.error().code(), StatusCode::unavailable) << failed.error().to_string();
+    server = std::make_unique<Server>();
+    start(*server, service, address.port());
+    EXPECT_TRUE(eventually([&] { return static_cast<bool>(client.Echo(request("after"))); }));
+    EXPECT_GE(channel->stats().connection_losses, 1u);
+    channel->close();
+    server->stop(tern::deadline_after(5s));
+  });
+}
+
+TEST(Rpc, GracefulStopFinishesCallsInFlight) {
+  tern::Runtime runtime({.workers = 2});
+  runtime.run([] {
+    TestService service;
+    Server server;
+    const Address address = start(server, service);
+    auto channel = Channel::open(address.to_string(), quick_options());
+    ASSERT_TRUE(channel);
+    EchoServiceClient client(*channel);
+    ClientContext context;
+    auto in_flight = client.SleepAsync(context, request("finish me", 200));
+    ASSERT_TRUE(eventually([&] { return server.stats().in_flight == 1; }));
+    EXPECT_EQ(server.stop(tern::deadline_after(30s)), 0u);
+    auto reply = in_flight.get();
+    ASSERT_TRUE(reply) << reply.error().to_string();
+    EXPECT_EQ(reply->text(), "finish me");
+    // The server is gone: new calls fail, they do not hang.
+    ClientContext later;
+    later.set_timeout(5s);
+    EXPECT_FALSE(client.Echo(later, request("x")));
+    channel->close();
+  });
+}
+
+TEST(Rpc, BadTargetsAreRefused) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    auto bad = Channel::open("not a target");
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().code(), StatusCode::invalid_argument);
+    auto empty = Channel::open(" , ");
+    ASSERT_FALSE(empty);
+    auto unresolved = Channel::open("dns://name.invalid:80");
+    ASSERT_FALSE(unresolved);
+    EXPECT_EQ(unresolved.error().code(), StatusCode::unavailable);
+    auto dns = Channel::open("dns://localhost:1");
+    ASSERT_TRUE(dns) << dns.error().to_string();
+    EXPECT_GE(dns->endpoints().size(), 1u);
+    // Nothing listens on port 1: calls fail with unavailable, quickly.
+    EchoServiceClient client(*dns);
+    auto reply = client.Echo(request("x"));
+    ASSERT_FALSE(reply);
+    EXPECT_EQ(reply.error().code(), StatusCode::unavailable) << reply.error().to_string();
+  });
+}
+
+}  // namespace
