@@ -200,7 +200,8 @@ def summarize(run):
     parts = [f"{k}={figures[k]:.6g}" for k in keys if isinstance(figures.get(k), (int, float))]
     if not run.get("verified", False):
         parts.append("NOT VERIFIED")
-    return f"{run.get('target', '?')}: " + " ".join(parts)
+    name = run.get("suite", {}).get("server") or run.get("target", "?")
+    return f"{name}: " + " ".join(parts)
 
 
 def main():

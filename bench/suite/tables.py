@@ -115,11 +115,11 @@ def sessions_cells(total, full):
     return cells
 
 
-def rpc_cells(total, full):
+def rpc_cells(total):
     """SEEDS 001: -c clients, each with its own connection, make `total` calls in all. Every
     server runs one thread and every client one (tern-bench --workers 1 on epoll, the peers'
     clients --threads 1), so on a 2-CPU machine each side gets its own CPU."""
-    concurrencies = [100, 500, 1000, 2000, 5000] if full else [100, 1000, 5000]
+    concurrencies = [100, 500, 1000, 2000, 5000]
     cells = []
     for concurrency in concurrencies:
         for server in RPC_SERVERS:
@@ -138,7 +138,7 @@ def all_cells(full, seconds, only=None):
     tables = {
         "switch": switch_cells(10_000_000),
         "000": traffic_cells(seconds, full),
-        "001": rpc_cells(1_000_000 if full else 100_000, full),
+        "001": rpc_cells(1_000_000 if full else 100_000),
         "002-ttcp": ttcp_cells(81920, 3 if full else 1),
         "002-log": log_cells(1_000_000),
         "003": pingpong_cells(seconds, full),
