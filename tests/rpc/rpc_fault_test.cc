@@ -4,9 +4,9 @@
 // that answers calls never made, sends garbage, ignores pings or closes in the middle of a frame.
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
 #include <cstdlib>
 #include <string_view>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
