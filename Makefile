@@ -61,16 +61,17 @@ clean:
 	rm -rf build
 
 # make fuzz: build the libFuzzer targets with clang 19 (ASan + UBSan; tern::net and tern::rpc
-# instrumented for coverage) in build/fuzz, then run rpc_frame_fuzz for FUZZ_SECONDS on a copy of
-# its seed corpus (build/fuzz/corpus keeps what earlier runs found; crashes go to
-# build/fuzz/artifacts).
+# instrumented for coverage) in FUZZ_BUILD, then run rpc_frame_fuzz for FUZZ_SECONDS on a copy of
+# its seed corpus ($(FUZZ_BUILD)/corpus keeps what earlier runs found; crashes go to
+# $(FUZZ_BUILD)/artifacts).
 FUZZ_SECONDS ?= 60
+FUZZ_BUILD ?= build/fuzz
 .PHONY: fuzz
 fuzz: setup
-	cmake -S . -B build/fuzz $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_FUZZ=ON \
+	cmake -S . -B $(FUZZ_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_FUZZ=ON \
 	  -DTERN_SANITIZE=address -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19
-	cmake --build build/fuzz -j $(JOBS) --target rpc_frame_fuzz
-	mkdir -p build/fuzz/corpus/rpc_frame build/fuzz/artifacts
-	cp tests/fuzz/corpus/rpc_frame/* build/fuzz/corpus/rpc_frame/
-	build/fuzz/tests/fuzz/rpc_frame_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	  -artifact_prefix=build/fuzz/artifacts/ build/fuzz/corpus/rpc_frame
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target rpc_frame_fuzz
+	mkdir -p $(FUZZ_BUILD)/corpus/rpc_frame $(FUZZ_BUILD)/artifacts
+	cp tests/fuzz/corpus/rpc_frame/* $(FUZZ_BUILD)/corpus/rpc_frame/
+	$(FUZZ_BUILD)/tests/fuzz/rpc_frame_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  -artifact_prefix=$(FUZZ_BUILD)/artifacts/ $(FUZZ_BUILD)/corpus/rpc_frame

@@ -80,7 +80,7 @@ void ClientConnection::manage() {
         TERN_LOG_DEBUG("rpc: {}; retrying in {} ms", last_error_, backoff.count());
       }
       set_state(State::failed);
-      if (!this_fiber::sleep_for(jittered(backoff))) break;  // interrupted: closing
+      if (!this_fiber::sleep_for(jittered(backoff)) && closing_) break;
       backoff = std::min(
           std::chrono::duration_cast<std::chrono::milliseconds>(backoff * policy.multiplier),
           policy.max_backoff);
@@ -95,7 +95,7 @@ void ClientConnection::manage() {
     // The server said goaway, or closed the connection before it sent anything: the next
     // connection is likely refused or treated the same, so wait as after a failed attempt
     // instead of hammering the server.
-    if (!this_fiber::sleep_for(jittered(backoff))) break;
+    if (!this_fiber::sleep_for(jittered(backoff)) && closing_) break;
     backoff =
         std::min(std::chrono::duration_cast<std::chrono::milliseconds>(backoff * policy.multiplier),
                  policy.max_backoff);

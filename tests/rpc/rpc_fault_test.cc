@@ -3,16 +3,14 @@
 // their replies, while a well-behaved channel keeps calling it; a channel faces a fake server
 // that answers calls never made, sends garbage, ignores pings or closes in the middle of a frame.
 #include <gtest/gtest.h>
-
 #include <sys/socket.h>
-#include <cstdlib>
-#include <string_view>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -474,6 +472,37 @@ TEST(ServerFaults, PeerClosingInTheMiddleOfAFrameIsAProtocolError) {
   });
 }
 
+TEST(ServerFaults, GoawayAfterAProtocolErrorAnswersTheCallsItCounts) {
+  tern::Runtime runtime({.workers = 2});
+  runtime.run([] {
+    ServerUnderFault target(small_limits());
+    ASSERT_NO_FATAL_FAILURE(target.start());
+    TcpStream raw = target.connect_raw();
+    std::string bytes = request_frame(1, "Echo", echo_request("before the garbage"));
+    bytes += "GET / HTTP/1.1\r\nHost: tern.example\r\n\r\n";
+    ASSERT_TRUE(raw.write_all(bytes_of(bytes), tern::deadline_after(kPatience)));
+    FrameReader reader(raw);
+    tern::Result<std::vector<ReadFrame>> frames =
+        reader.until_closed(tern::deadline_after(kPatience));
+
+    ASSERT_TRUE(frames) << frames.error().message();
+    const ReadFrame* goaway = nullptr;
+    bool answered = false;
+    for (const ReadFrame& frame : *frames) {
+      if (frame.header.type == FrameType::goaway) goaway = &frame;
+      answered =
+          answered || (frame.header.type == FrameType::response && frame.header.call_id == 1);
+    }
+    ASSERT_NE(goaway, nullptr) << "no goaway among " << frames->size() << " frames";
+    // metadata.proto: a goaway's last_call_id is the highest call the sender will still answer.
+    if (goaway->metadata.last_call_id() >= 1) {
+      EXPECT_TRUE(answered) << "the goaway counts call 1 (last_call_id "
+                            << goaway->metadata.last_call_id() << ") but it was never answered";
+    }
+    target.expect_traffic_flows();
+  });
+}
+
 TEST(ServerFaults, UnknownServiceOrMethodIsAnsweredAndTheConnectionStays) {
   tern::Runtime runtime({.workers = 2});
   runtime.run([] {
@@ -827,11 +856,6 @@ TEST(ChannelFaults, StatusCodePastTheTableIsNotOk) {
 }
 
 TEST(ChannelFaults, ServerThatNeverAnswersPingsIsDroppedAndReconnected) {
-  // Open defect (issue 6 note): under io_uring the channel does not drop a connection whose
-  // pongs stop coming; the reading fiber is not woken by the pinger's shutdown and interrupt.
-  if (const char* io = std::getenv("TERN_IO"); io != nullptr && std::string_view(io) == "uring") {
-    GTEST_SKIP() << "ping health under io_uring: open defect, see docs/rpc.md";
-  }
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
     // Per connection: the pings it saw, and whether the channel has closed it.
@@ -868,11 +892,6 @@ TEST(ChannelFaults, ServerThatNeverAnswersPingsIsDroppedAndReconnected) {
 }
 
 TEST(ChannelFaults, ConnectionAfterAMissedPongStaysWhileItsPongsCome) {
-  // Open defect (issue 6 note): under io_uring the channel does not drop a connection whose
-  // pongs stop coming; the reading fiber is not woken by the pinger's shutdown and interrupt.
-  if (const char* io = std::getenv("TERN_IO"); io != nullptr && std::string_view(io) == "uring") {
-    GTEST_SKIP() << "ping health under io_uring: open defect, see docs/rpc.md";
-  }
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
     // The first connection ignores pings; the later ones answer every ping.
