@@ -66,7 +66,7 @@ Status invalid_request(std::string_view type_name, std::size_t size) {
 
 Status unimplemented_method(std::string_view service, std::string_view method) {
   return Status(StatusCode::unimplemented,
-                fmt::format("{}/{} is not implemented by this server", service, method));
+                fmt::format("{}/{} has no handler on this server", service, method));
 }
 
 std::optional<std::string_view> ServerContext::metadata(std::string_view key) const noexcept {

@@ -35,8 +35,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "benchmark_message.grpc.pb.h"
-#include "benchmark_request.h"
 #include "latency_stats.h"
+#include "rpc_message.h"
 
 namespace {
 
@@ -141,7 +141,7 @@ class Worker {
         why = "grpc status " + std::to_string(call->status.error_code()) + ": " +
               call->status.error_message();
       } else {
-        why = grpc_rpc::check_reply(call->reply);
+        why = tern::bench::check_rpc_reply(call->reply);
       }
       if (why.empty()) {
         caller.failures_in_a_row = 0;
@@ -344,7 +344,7 @@ int main(int argc, char** argv) {
   raise_descriptor_limit();
 
   BenchmarkMessage request;
-  grpc_rpc::fill_request(request);
+  tern::bench::fill_rpc_request(request);
   const std::size_t message_bytes = request.ByteSizeLong();
   const auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(options.timeout_s));

@@ -27,7 +27,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "benchmark_message.grpc.pb.h"
-#include "benchmark_request.h"
+#include "rpc_message.h"
 
 namespace {
 
@@ -39,7 +39,7 @@ class SyncBenchmarkService final : public tern::bench::BenchmarkService::Service
   grpc::Status Say(grpc::ServerContext*, const BenchmarkMessage* request,
                    BenchmarkMessage* reply) override {
     *reply = *request;
-    grpc_rpc::answer(*reply);
+    tern::bench::answer_rpc_request(*reply);
     return grpc::Status::OK;
   }
 };
@@ -50,7 +50,7 @@ class CallbackBenchmarkService final : public tern::bench::BenchmarkService::Cal
   grpc::ServerUnaryReactor* Say(grpc::CallbackServerContext* context,
                                 const BenchmarkMessage* request, BenchmarkMessage* reply) override {
     *reply = *request;
-    grpc_rpc::answer(*reply);
+    tern::bench::answer_rpc_request(*reply);
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;

@@ -22,8 +22,8 @@ struct FutureState {
 };
 }  // namespace detail
 
-// The reply of an asynchronous call (Channel::call_async, a stub's ...Async method), for a fiber
-// to wait on. Use it from fibers of the worker that made the call.
+// The reply of an asynchronous call (Channel::call_async, a generated client's ...Async method),
+// for a fiber to wait on. Use it from fibers of the worker that made the call.
 template <typename T>
 class Future {
  public:

@@ -46,8 +46,8 @@ class ServerContext {
  private:
   friend class detail::ServerCall;
 
-  std::string service_;
-  std::string method_;
+  std::string_view service_;  // the Service's and Method's own names, which outlive the call
+  std::string_view method_;
   Deadline deadline_ = kNoDeadline;
   bool one_way_ = false;
   bool cancelled_ = false;
