@@ -100,28 +100,52 @@ EchoRequest request(std::string text, std::uint32_t delay_ms = 0) {
   return r;
 }
 
+// A TestService on a Server at 127.0.0.1:0 and a Channel to it, closed and stopped when it goes
+// out of scope. Lives on one worker fiber; check ready() before use.
+struct Served {
+  explicit Served(tern::rpc::ServerOptions server_options = {},
+                  ChannelOptions channel_options = quick_options())
+      : server(std::move(server_options)) {
+    address = start(server, service);
+    auto opened = Channel::open(address.to_string(), std::move(channel_options));
+    if (!opened) {
+      ADD_FAILURE() << opened.error().to_string();
+      return;
+    }
+    channel.emplace(std::move(*opened));
+    client.emplace(*channel);
+  }
+  ~Served() {
+    if (channel) channel->close();
+    server.stop(tern::deadline_after(5s));
+  }
+  bool ready() const { return client.has_value(); }
+
+  TestService service;
+  Server server;
+  Address address;
+  std::optional<Channel> channel;
+  std::optional<EchoServiceClient> client;
+};
+
 TEST(Rpc, UnaryCallCarriesMetadataBothWays) {
   tern::Runtime runtime({.workers = 2});
   runtime.run([] {
-    TestService service;
-    Server server;
-    const Address address = start(server, service);
-    auto channel = Channel::open(address.to_string(), quick_options());
-    ASSERT_TRUE(channel) << channel.error().to_string();
-    EchoServiceClient client(*channel);
+    Served served;
+    ASSERT_TRUE(served.ready());
+    Server& server = served.server;
+    EchoServiceClient& client = *served.client;
     ClientContext context;
     context.add_metadata("tag", "blue");
     auto reply = client.Echo(context, request("hello"));
     ASSERT_TRUE(reply) << reply.error().to_string();
     EXPECT_EQ(reply->text(), "hello");
     EXPECT_EQ(context.reply_metadata("seen").value_or(""), "blue");
-    EXPECT_EQ(context.peer(), address.to_string());
+    EXPECT_EQ(context.peer(), served.address.to_string());
     auto missing = client.Missing(request("x"));
     ASSERT_FALSE(missing);
     EXPECT_EQ(missing.error().code(), StatusCode::unimplemented);
     EXPECT_NE(missing.error().message().find("Missing"), std::string::npos);
-    channel->close();
-    server.stop(tern::deadline_after(5s));
     EXPECT_EQ(server.stats().calls, 2u);
   });
 }
@@ -129,32 +153,25 @@ TEST(Rpc, UnaryCallCarriesMetadataBothWays) {
 TEST(Rpc, UnknownServiceIsUnimplemented) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
-    TestService service;
-    Server server;
-    const Address address = start(server, service);
-    auto channel = Channel::open(address.to_string(), quick_options());
-    ASSERT_TRUE(channel);
+    Served served;
+    ASSERT_TRUE(served.ready());
     ClientContext context;
     EchoReply reply;
-    Status status = channel->call(context, "no.Such", "Echo", request("x"), reply);
+    Status status = served.channel->call(context, "no.Such", "Echo", request("x"), reply);
     EXPECT_EQ(status.code(), StatusCode::unimplemented) << status.to_string();
-    EXPECT_EQ(server.stats().unimplemented_calls, 1u);
-    channel->close();
-    server.stop(tern::deadline_after(5s));
+    EXPECT_EQ(served.server.stats().unimplemented_calls, 1u);
   });
 }
 
 TEST(Rpc, ManyCallsShareOneConnectionAndASlowOneBlocksNone) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
-    TestService service;
-    Server server;
-    const Address address = start(server, service);
     ChannelOptions options = quick_options();
     options.connections_per_endpoint = 1;
-    auto channel = Channel::open(address.to_string(), options);
-    ASSERT_TRUE(channel);
-    EchoServiceClient client(*channel);
+    Served served({}, options);
+    ASSERT_TRUE(served.ready());
+    TestService& service = served.service;
+    EchoServiceClient& client = *served.client;
     ClientContext slow_context;
     auto slow = client.SleepAsync(slow_context, request("slow", 60'000));
     ASSERT_TRUE(eventually([&] { return service.sleeping == 1; }));
@@ -176,21 +193,17 @@ TEST(Rpc, ManyCallsShareOneConnectionAndASlowOneBlocksNone) {
     ASSERT_FALSE(slow_reply);
     EXPECT_EQ(slow_reply.error().code(), StatusCode::cancelled);
     EXPECT_TRUE(eventually([&] { return service.saw_cancel == 1; }));
-    EXPECT_EQ(channel->stats().connects, 1u);
-    channel->close();
-    server.stop(tern::deadline_after(5s));
+    EXPECT_EQ(served.channel->stats().connects, 1u);
   });
 }
 
 TEST(Rpc, DeadlineExpiresOnBothSides) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
-    TestService service;
-    Server server;
-    const Address address = start(server, service);
-    auto channel = Channel::open(address.to_string(), quick_options());
-    ASSERT_TRUE(channel);
-    EchoServiceClient client(*channel);
+    Served served;
+    ASSERT_TRUE(served.ready());
+    TestService& service = served.service;
+    EchoServiceClient& client = *served.client;
     ClientContext context;
     context.set_timeout(100ms);
     const auto began = tern::Clock::now();
@@ -202,20 +215,16 @@ TEST(Rpc, DeadlineExpiresOnBothSides) {
     EXPECT_LT(took, 5s);
     // The handler saw its deadline pass (or the cancel frame) and returned.
     EXPECT_TRUE(eventually([&] { return service.saw_cancel == 1 && service.sleeping == 0; }));
-    channel->close();
-    server.stop(tern::deadline_after(5s));
   });
 }
 
 TEST(Rpc, CancelFromAnotherFiber) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
-    TestService service;
-    Server server;
-    const Address address = start(server, service);
-    auto channel = Channel::open(address.to_string(), quick_options());
-    ASSERT_TRUE(channel);
-    EchoServiceClient client(*channel);
+    Served served;
+    ASSERT_TRUE(served.ready());
+    TestService& service = served.service;
+    EchoServiceClient& client = *served.client;
     ClientContext context;
     tern::Fiber canceller = tern::spawn([&] {
       ASSERT_TRUE(eventually([&] { return service.sleeping == 1; }));
@@ -226,20 +235,17 @@ TEST(Rpc, CancelFromAnotherFiber) {
     ASSERT_FALSE(reply);
     EXPECT_EQ(reply.error().code(), StatusCode::cancelled);
     EXPECT_TRUE(eventually([&] { return service.saw_cancel == 1; }));
-    channel->close();
-    server.stop(tern::deadline_after(5s));
   });
 }
 
 TEST(Rpc, ConcurrencyLimitAnswersResourceExhausted) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
-    TestService service;
-    Server server({.max_concurrent_calls = 2});
-    const Address address = start(server, service);
-    auto channel = Channel::open(address.to_string(), quick_options());
-    ASSERT_TRUE(channel);
-    EchoServiceClient client(*channel);
+    Served served({.max_concurrent_calls = 2});
+    ASSERT_TRUE(served.ready());
+    TestService& service = served.service;
+    Server& server = served.server;
+    EchoServiceClient& client = *served.client;
     ClientContext a, b;
     auto first = client.SleepAsync(a, request("1", 60'000));
     auto second = client.SleepAsync(b, request("2", 60'000));
@@ -254,8 +260,6 @@ TEST(Rpc, ConcurrencyLimitAnswersResourceExhausted) {
     ASSERT_TRUE(eventually([&] { return server.stats().in_flight == 0; }));
     EXPECT_TRUE(client.Echo(request("4")));
     EXPECT_EQ(server.stats().rejected_calls, 1u);
-    channel->close();
-    server.stop(tern::deadline_after(5s));
   });
 }
 
@@ -296,32 +300,25 @@ TEST(Rpc, InterceptorChecksABearerToken) {
 TEST(Rpc, CompressedCallsRoundTrip) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
-    TestService service;
-    Server server;
-    const Address address = start(server, service);
-    auto channel = Channel::open(address.to_string(), quick_options());
-    ASSERT_TRUE(channel);
-    EchoServiceClient client(*channel);
+    Served served;
+    ASSERT_TRUE(served.ready());
+    EchoServiceClient& client = *served.client;
     ClientContext context;
     context.set_compression();
     const std::string big(1 << 20, 'z');
     auto reply = client.Echo(context, request(big));
     ASSERT_TRUE(reply) << reply.error().to_string();
     EXPECT_EQ(reply->text(), big);
-    channel->close();
-    server.stop(tern::deadline_after(5s));
   });
 }
 
 TEST(Rpc, OneWayAndCallbackCalls) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
-    TestService service;
-    Server server;
-    const Address address = start(server, service);
-    auto channel = Channel::open(address.to_string(), quick_options());
-    ASSERT_TRUE(channel);
-    EchoServiceClient client(*channel);
+    Served served;
+    ASSERT_TRUE(served.ready());
+    TestService& service = served.service;
+    EchoServiceClient& client = *served.client;
     ClientContext context;
     ASSERT_TRUE(client.RecordOneWay(context, request("fire")).ok());
     ASSERT_TRUE(eventually([&] { return service.recorded.size() == 1; }));
@@ -332,8 +329,6 @@ TEST(Rpc, OneWayAndCallbackCalls) {
     });
     ASSERT_TRUE(eventually([&] { return !got.empty(); }));
     EXPECT_EQ(got, "cb");
-    channel->close();
-    server.stop(tern::deadline_after(5s));
   });
 }
 
@@ -439,12 +434,10 @@ TEST(Rpc, ServerRestartFailsCallsInFlightThenReconnects) {
 TEST(Rpc, GracefulStopFinishesCallsInFlight) {
   tern::Runtime runtime({.workers = 2});
   runtime.run([] {
-    TestService service;
-    Server server;
-    const Address address = start(server, service);
-    auto channel = Channel::open(address.to_string(), quick_options());
-    ASSERT_TRUE(channel);
-    EchoServiceClient client(*channel);
+    Served served;
+    ASSERT_TRUE(served.ready());
+    Server& server = served.server;
+    EchoServiceClient& client = *served.client;
     ClientContext context;
     auto in_flight = client.SleepAsync(context, request("finish me", 200));
     ASSERT_TRUE(eventually([&] { return server.stats().in_flight == 1; }));
@@ -456,7 +449,6 @@ TEST(Rpc, GracefulStopFinishesCallsInFlight) {
     ClientContext later;
     later.set_timeout(5s);
     EXPECT_FALSE(client.Echo(later, request("x")));
-    channel->close();
   });
 }
 
