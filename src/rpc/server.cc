@@ -119,6 +119,7 @@ ServerStats Server::stats() const noexcept {
   stats.unimplemented_calls = s.unimplemented_calls.load(std::memory_order_relaxed);
   stats.protocol_errors = s.protocol_errors.load(std::memory_order_relaxed);
   stats.slow_readers = s.slow_readers.load(std::memory_order_relaxed);
+  stats.slow_senders = s.slow_senders.load(std::memory_order_relaxed);
   stats.in_flight = s.in_flight.load(std::memory_order_relaxed);
   stats.connections = s.connections.load(std::memory_order_relaxed);
   return stats;

@@ -47,6 +47,9 @@ void ServerConnection::serve() {
 }
 
 void ServerConnection::read_loop() {
+  const std::chrono::milliseconds frame_timeout = state_.options.frame_read_timeout;
+  // When the frame whose first bytes are in in_ must be complete; none while in_ is empty.
+  Deadline frame_deadline = kNoDeadline;
   bool open = true;
   while (open && !reading_stopped_) {
     std::string detail;
@@ -60,20 +63,35 @@ void ServerConnection::read_loop() {
       const std::size_t size = (*frame)->size();
       open = handle(**frame);
       in_.consume(size);
+      frame_deadline = kNoDeadline;
       continue;
     }
-    tern::Result<std::size_t> got = in_.read_from(stream_, kNoDeadline, 16 * 1024);
+    if (in_.size() > 0 && frame_timeout.count() > 0 && frame_deadline == kNoDeadline) {
+      frame_deadline = deadline_after(frame_timeout);
+    }
+    tern::Result<std::size_t> got = in_.read_from(stream_, frame_deadline, 16 * 1024);
     if (!got || *got == 0) {
-      if (!got && !reading_stopped_ && got.error() != std::errc::operation_canceled &&
-          got.error() != std::errc::connection_reset) {
-        TERN_LOG_DEBUG("rpc: connection from {} failed: {}", peer_, got.error().message());
-      } else if (got && in_.size() > 0) {
-        state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
-        TERN_LOG_WARN("rpc: {} closed the connection in the middle of a frame ({} bytes of it)",
-                      peer_, in_.size());
-      }
+      read_ended(got, frame_timeout);
       return;
     }
+  }
+}
+
+void ServerConnection::read_ended(const tern::Result<std::size_t>& got,
+                                  std::chrono::milliseconds frame_timeout) {
+  if (!got && got.error() == std::errc::timed_out && in_.size() > 0) {
+    state_.slow_senders.fetch_add(1, std::memory_order_relaxed);
+    TERN_LOG_WARN(
+        "rpc: closing the connection from {}: a frame did not arrive within {} ms ({} bytes of "
+        "it came); the client sends too slowly",
+        peer_, frame_timeout.count(), in_.size());
+  } else if (!got && !reading_stopped_ && got.error() != std::errc::operation_canceled &&
+             got.error() != std::errc::connection_reset) {
+    TERN_LOG_DEBUG("rpc: connection from {} failed: {}", peer_, got.error().message());
+  } else if (got && in_.size() > 0) {
+    state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    TERN_LOG_WARN("rpc: {} closed the connection in the middle of a frame ({} bytes of it)",
+                  peer_, in_.size());
   }
 }
 

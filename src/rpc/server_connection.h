@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -39,6 +40,8 @@ class ServerConnection {
  private:
   // Reads and handles frames until the stream ends or the connection must close.
   void read_loop();
+  // Logs and counts why reading ended (got is the failed or empty read).
+  void read_ended(const tern::Result<std::size_t>& got, std::chrono::milliseconds frame_timeout);
   // Handles one frame; false when the connection must close.
   bool handle(const RawFrame& frame);
   bool start_call(const RawFrame& frame, bool one_way);

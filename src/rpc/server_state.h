@@ -58,6 +58,7 @@ struct Server::State {
   std::atomic<std::uint64_t> unimplemented_calls{0};
   std::atomic<std::uint64_t> protocol_errors{0};
   std::atomic<std::uint64_t> slow_readers{0};
+  std::atomic<std::uint64_t> slow_senders{0};
   std::atomic<std::uint64_t> connections{0};
 
   // The method service/method names, or nullptr.

@@ -633,6 +633,59 @@ TEST(ServerFaults, SlowReaderIsCutOff) {
   });
 }
 
+TEST(ServerFaults, SlowSenderIsCutButAnIdleConnectionBetweenFramesIsNot) {
+  constexpr auto kFrameTimeout = 300ms;
+  ServerOptions options;
+  options.frame_read_timeout = kFrameTimeout;
+  tern::Runtime runtime({.workers = 2});
+  runtime.run([&] {
+    ServerUnderFault target(options);
+    ASSERT_NO_FATAL_FAILURE(target.start());
+    const tern::rpc::ServerStats before = target.server().stats();
+
+    // A patient client: whole frames with pauses longer than the frame timeout between them.
+    TcpStream patient = target.connect_raw();
+    FrameReader patient_reader(patient);
+    for (std::uint64_t id = 1; id <= 2; ++id) {
+      ASSERT_TRUE(tern::this_fiber::sleep_for(kFrameTimeout * 2));
+      const std::string frame = request_frame(id, "Echo", echo_request("patient"));
+      ASSERT_TRUE(patient.write_all(bytes_of(frame), tern::deadline_after(kPatience)));
+      tern::Result<ReadFrame> reply = patient_reader.next(tern::deadline_after(kPatience));
+      ASSERT_TRUE(reply) << reply.error().message();
+      EXPECT_EQ(reply->header.call_id, id);
+    }
+
+    // A trickling client: one byte every 50 ms, so a frame would take seconds to arrive.
+    TcpStream trickler = target.connect_raw();
+    const std::string frame = request_frame(1, "Echo", echo_request(std::string(200, 't')));
+    std::size_t sent = 0;
+    const Deadline give_up = tern::deadline_after(kPatience);
+    while (sent < frame.size() && tern::Clock::now() < give_up) {
+      if (!trickler.write_all(bytes_of(std::string_view(frame).substr(sent, 1)), give_up)) break;
+      ++sent;
+      if (target.server().stats().slow_senders > before.slow_senders) break;
+      ASSERT_TRUE(tern::this_fiber::sleep_for(50ms));
+    }
+    EXPECT_LT(sent, frame.size()) << "the whole frame went out before the server cut it";
+    EXPECT_TRUE(eventually(
+        [&] { return target.server().stats().slow_senders == before.slow_senders + 1; }));
+    tern::Result<std::size_t> rest = read_until_end(trickler, tern::deadline_after(kPatience));
+    EXPECT_TRUE(rest || rest.error() == std::errc::connection_reset) << rest.error().message();
+
+    // The patient connection is still served after the trickler is gone.
+    const std::string last = request_frame(3, "Echo", echo_request("still here"));
+    ASSERT_TRUE(patient.write_all(bytes_of(last), tern::deadline_after(kPatience)));
+    tern::Result<ReadFrame> reply = patient_reader.next(tern::deadline_after(kPatience));
+    ASSERT_TRUE(reply) << reply.error().message();
+    EXPECT_EQ(reply->header.call_id, 3u);
+    target.expect_traffic_flows();
+    target.finish();
+    const tern::rpc::ServerStats after = target.server().stats();
+    EXPECT_EQ(after.slow_senders, before.slow_senders + 1);
+    EXPECT_EQ(after.protocol_errors, 0u);
+  });
+}
+
 // A listener on 127.0.0.1 whose every connection runs `behaviour` (with the connection's index,
 // from 0) in a fiber of its own: a server that speaks the protocol as badly as a test needs.
 // Worker fibers of one worker.

@@ -7,6 +7,7 @@
 #include <tern/rpc/server_context.h>
 #include <tern/rpc/status.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -35,6 +36,9 @@ struct ServerOptions {
   // Encoded replies a connection may hold unsent (its peer does not read); past this the
   // connection is closed as a slow reader.
   std::size_t max_pending_reply_bytes = 64u << 20;
+  // Once the first byte of a frame has arrived, the whole frame must arrive within this; a peer
+  // that trickles bytes slower is cut as a slow sender (0: no limit).
+  std::chrono::milliseconds frame_read_timeout{30'000};
   // Stack size of the fibers that run handlers (0: the runtime's default).
   std::size_t handler_stack_size = 0;
 };
@@ -47,6 +51,7 @@ struct ServerStats {
   std::uint64_t unimplemented_calls = 0;  // no such service or method
   std::uint64_t protocol_errors = 0;      // connections closed for a malformed frame
   std::uint64_t slow_readers = 0;         // connections closed for not reading their replies
+  std::uint64_t slow_senders = 0;         // connections closed for a frame over frame_read_timeout
   std::uint64_t in_flight = 0;            // calls running now
   std::uint64_t connections = 0;          // connections open now
 };
