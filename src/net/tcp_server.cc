@@ -158,6 +158,7 @@ void TcpServer::serve(TcpStream stream, WorkerState& worker) {
   worker.open_streams.insert(fd);
   connections_open.add(1);
   if (options_.idle_timeout.count() > 0) stream.set_timeout(options_.idle_timeout);
+  if (options_.send_buffer > 0) (void)stream.set_send_buffer(options_.send_buffer);
   try {
     handler_(stream);
   } catch (const std::exception& e) {

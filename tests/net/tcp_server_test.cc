@@ -199,6 +199,60 @@ TEST(TcpServer, IdleConnectionsTimeOut) {
   });
 }
 
+TEST(TcpServer, AClientThatNeverReadsParksItsHandlerAndNothingPilesUp) {
+  constexpr std::size_t kChunk = 64 * 1024;
+  constexpr std::size_t kGiveUpAfter = 256u << 20;  // far past every buffer on the way
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([&] {
+    std::atomic<std::size_t> handler_read{0};
+    TcpServer server({.send_buffer = 64 * 1024}, [&](TcpStream& stream) {
+      std::array<std::byte, 4096> buf;
+      for (;;) {
+        tern::Result<std::size_t> n = stream.read(buf);
+        if (!n || *n == 0) return;
+        handler_read += *n;
+        if (!stream.write_all(std::span(buf).first(*n))) return;
+      }
+    });
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    ASSERT_TRUE(bound);
+    tern::Result<TcpStream> hog = TcpStream::connect(*bound, tern::deadline_after(30s));
+    ASSERT_TRUE(hog);
+    ASSERT_TRUE(hog->set_receive_buffer(4096));
+
+    // Send until a write makes no progress for 300 ms: the server stopped reading because its
+    // handler is parked writing to a peer that does not read.
+    const std::vector<std::byte> chunk(kChunk, std::byte{'h'});
+    std::size_t sent = 0;
+    std::error_code stalled;
+    while (sent < kGiveUpAfter) {
+      tern::Result<std::size_t> n = hog->write(chunk, tern::deadline_after(300ms));
+      if (!n) {
+        stalled = n.error();
+        break;
+      }
+      sent += *n;
+    }
+    EXPECT_EQ(stalled, std::errc::timed_out) << sent << " bytes went out and nothing pushed back";
+    EXPECT_LT(sent, std::size_t{32} << 20) << "only the kernel's buffers hold the unread echo";
+    const std::size_t read_when_parked = handler_read.load();
+    RecordProperty("bytes_sent_before_the_stall", std::to_string(sent));
+    EXPECT_LE(read_when_parked, sent);
+
+    // The parked handler holds back nothing but its own connection.
+    EXPECT_TRUE(round_trip(*bound, "served while another handler is parked"));
+    EXPECT_GE(server.stats().open, 1u) << "the hog's handler is still open, parked";
+
+    hog->close();
+    const tern::Deadline limit = tern::deadline_after(30s);
+    while (server.stats().open != 0 && tern::Clock::now() < limit) {
+      ASSERT_TRUE(tern::this_fiber::sleep_for(1ms));
+    }
+    EXPECT_EQ(server.stats().open, 0u) << "closing the hog ends its handler's write";
+    EXPECT_EQ(server.stop(tern::deadline_after(10s)), 0u);
+  });
+}
+
 TEST(TcpServer, GracefulStopLetsHandlersFinishThenCutsTheRest) {
   tern::Runtime runtime({.workers = 2});
   runtime.run([] {

@@ -29,6 +29,10 @@ struct ServerOptions {
   // A connection whose reads and writes make no progress for this long is timed out: its
   // stream calls without a deadline fail with std::errc::timed_out (0: never).
   std::chrono::milliseconds idle_timeout{0};
+  // SO_SNDBUF of every connection, the high-water mark of its unsent bytes: a handler writing to
+  // a peer that does not read parks once this much waits in the kernel (0: the kernel's default,
+  // which grows on demand up to net.ipv4.tcp_wmem's maximum).
+  int send_buffer = 0;
   ListenOptions listen;
 };
 
