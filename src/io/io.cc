@@ -1,8 +1,11 @@
-// The free functions of tern/io/io.h: each forwards to the calling worker's reactor.
+// The free functions of tern/io/io.h: each forwards to the calling worker's reactor (try_send is
+// a plain system call).
 #include "tern/io/io.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -52,6 +55,18 @@ Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags, Dead
   Result<std::size_t> n = reactor("send").send(fd, buf.data(), buf.size(), flags, deadline);
   if (n) bytes_written.add(*n);
   return n;
+}
+
+Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept {
+  for (;;) {
+    const ssize_t n = ::send(fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n >= 0) {
+      bytes_written.add(static_cast<std::uint64_t>(n));
+      return static_cast<std::size_t>(n);
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return std::size_t{0};
+    if (errno != EINTR) return fail(std::error_code(errno, std::system_category()));
+  }
 }
 
 Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) {

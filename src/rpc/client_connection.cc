@@ -180,7 +180,8 @@ bool ClientConnection::send(PendingCall* call, FrameType type, const wire::Metad
     pending_.emplace(id, call);
   }
   append_message_frame(writer_->buffer(), type, id, &metadata, request, compress);
-  writer_->wake();
+  // With other calls on this connection, requests sent in the same round share one write.
+  writer_->flush(pending_.size() <= 1);
   return true;
 }
 

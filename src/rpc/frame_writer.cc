@@ -2,7 +2,19 @@
 
 #include <utility>
 
+#include "tern/io/io.h"
+
 namespace tern::rpc::detail {
+
+void FrameWriter::flush(bool alone) noexcept {
+  if (!idle_) return;  // the writer is running and takes everything appended before it waits
+  if (alone && !stopping_ && !pending_.empty()) {
+    tern::Result<std::size_t> sent = io::try_send(stream_.fd(), pending_.readable());
+    if (sent) pending_.consume(*sent);
+    if (pending_.empty()) return;
+  }
+  wakeup_.set();  // the rest, or a failed send: the writer's own write reports the error
+}
 
 tern::Result<void> FrameWriter::run() {
   for (;;) {

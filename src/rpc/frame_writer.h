@@ -21,6 +21,10 @@ class FrameWriter {
   void wake() noexcept {
     if (idle_) wakeup_.set();
   }
+  // Like wake(), but when `alone` (no other frame of this connection is expected this round, so
+  // there is nothing to batch with) and the writer is idle, sends from the calling fiber and
+  // leaves the writer only what the socket did not take.
+  void flush(bool alone) noexcept;
   // Bytes appended and not yet written.
   std::size_t pending() const noexcept { return pending_.size() + in_write_; }
 

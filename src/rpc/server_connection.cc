@@ -231,7 +231,8 @@ void ServerConnection::send_reply(std::uint64_t call_id, const Status& status,
   }
   append_frame(writer_.buffer(), FrameType::response, call_id, metadata, body,
                compress && !body.empty());
-  writer_.wake();
+  // With other calls of this connection running, their replies may join this one in one write.
+  writer_.flush(calls_.size() <= 1);
   if (writer_.pending() > state_.options.max_pending_reply_bytes) {
     state_.slow_readers.fetch_add(1, std::memory_order_relaxed);
     TERN_LOG_WARN(

@@ -316,6 +316,33 @@ TEST(WaitReady, ReportsReadabilityAndWritability) {
   });
 }
 
+TEST(TrySend, SendsWhatFitsNeverWaitsAndReportsAClosedPeer) {
+  on_workers(1, [] {
+    SocketPair pair;
+    tern::Result<std::size_t> first = tern::io::try_send(pair.fds[0], bytes_of("hello"));
+    ASSERT_TRUE(first);
+    EXPECT_EQ(*first, 5u);
+    const std::vector<std::byte> chunk(64 * 1024, std::byte{'f'});
+    std::size_t sent = *first;
+    for (;;) {  // fills the socket buffer: the last attempt takes nothing and does not wait
+      tern::Result<std::size_t> n = tern::io::try_send(pair.fds[0], chunk);
+      ASSERT_TRUE(n) << n.error().message();
+      if (*n == 0) break;
+      sent += *n;
+      ASSERT_LT(sent, std::size_t{1} << 30) << "a socket buffer that never fills";
+    }
+    std::array<std::byte, 5> head;
+    ASSERT_TRUE(tern::io::read(pair.fds[1], head, tern::Clock::now() + 30s));
+    EXPECT_EQ(std::memcmp(head.data(), "hello", 5), 0) << "the bytes sent first arrive first";
+
+    tern::io::close(pair.fds[1]);
+    pair.fds[1] = -1;
+    tern::Result<std::size_t> closed = tern::io::try_send(pair.fds[0], bytes_of("x"));
+    ASSERT_FALSE(closed);
+    EXPECT_EQ(closed.error(), std::errc::broken_pipe) << "no SIGPIPE, an error";
+  });
+}
+
 TEST(Errors, ReadFromABadDescriptorFailsWithItsErrno) {
   on_workers(1, [] {
     std::array<std::byte, 4> buf;

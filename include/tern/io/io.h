@@ -27,6 +27,10 @@ Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags = 0,
 // send(2) of buf with flags (MSG_NOSIGNAL is always added); may send less than all of it.
 Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags = 0,
                          Deadline deadline = kNoDeadline);
+// One send(2) of buf that never waits (MSG_DONTWAIT | MSG_NOSIGNAL): what the socket took now,
+// 0 when its buffer is full. A plain system call under either backend, for a caller that has a
+// writer fiber to fall back on; do not mix it with a send of the same socket still in flight.
+Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept;
 // recvmsg(2) (scatter read, datagrams with their source address).
 Result<std::size_t> recvmsg(int fd, msghdr* message, int flags = 0,
                             Deadline deadline = kNoDeadline);
