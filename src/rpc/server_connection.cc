@@ -240,6 +240,10 @@ void ServerConnection::send_reply(std::uint64_t call_id, const Status& status,
         "the client does not read them",
         peer_, writer_.pending(), state_.options.max_pending_reply_bytes);
     closed_ = true;
+    // Reset rather than close: the kernel would otherwise keep trickling the replies already
+    // queued to a peer that does not read, holding their memory for minutes.
+    const linger reset{.l_onoff = 1, .l_linger = 0};
+    (void)::setsockopt(stream_.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
     ::shutdown(stream_.fd(), SHUT_RDWR);
     stop_reading();
   }

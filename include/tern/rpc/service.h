@@ -1,5 +1,6 @@
 #pragma once
 
+#include <google/protobuf/arena.h>
 #include <tern/rpc/server_context.h>
 #include <tern/rpc/status.h>
 
@@ -57,17 +58,27 @@ Status invalid_request(std::string_view type_name, std::size_t size);
 // The status a generated handler returns when the service does not override it. Any thread.
 Status unimplemented_method(std::string_view service, std::string_view method);
 
+// Bytes of the fiber's stack that a call's messages are allocated from before the heap.
+inline constexpr std::size_t kCallArenaBytes = 4096;
+
 // The invoker of a unary method, for generated code: Request and Reply are protobuf messages,
-// Handler the service's member function `Status (ServerContext&, const Request&, Reply&)`.
+// Handler the service's member function `Status (ServerContext&, const Request&, Reply&)`. Both
+// messages live on an arena whose first block is on the handler fiber's stack, so a call's
+// strings and submessages cost no malloc or free up to kCallArenaBytes.
 template <typename ServiceClass, typename Request, typename Reply,
           Status (ServiceClass::*Handler)(ServerContext&, const Request&, Reply&)>
 Status invoke_unary(Service& service, ServerContext& context, UnaryCall& call) {
+  alignas(std::max_align_t) char first_block[kCallArenaBytes];
+  google::protobuf::ArenaOptions options;
+  options.initial_block = first_block;
+  options.initial_block_size = sizeof first_block;
+  google::protobuf::Arena arena(options);
   const std::span<const std::byte> body = call.request();
-  Request request;
+  Request& request = *google::protobuf::Arena::CreateMessage<Request>(&arena);
   if (!request.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
     return invalid_request(request.GetTypeName(), body.size());
   }
-  Reply reply;
+  Reply& reply = *google::protobuf::Arena::CreateMessage<Reply>(&arena);
   Status status = (static_cast<ServiceClass&>(service).*Handler)(context, request, reply);
   if (status.ok() && !context.one_way()) call.reply(reply);
   return status;
