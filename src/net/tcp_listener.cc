@@ -1,6 +1,7 @@
 #include "tern/net/tcp_listener.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -49,20 +50,31 @@ Result<TcpStream> TcpListener::accept(Deadline deadline) { return accept(nullptr
 Result<TcpStream> TcpListener::accept(Address* peer, Deadline deadline) {
   Address scratch;
   Address& into = peer != nullptr ? *peer : scratch;
-  socklen_t length = Address::capacity();
-  Result<int> fd = io::accept(socket_.fd(), into.data(), &length, deadline);
-  if (!fd) {
-    if (fd.error() == std::errc::too_many_files_open ||
-        fd.error() == std::errc::too_many_files_open_in_system)
-      return shed_one_connection(fd.error());
-    return fail(fd.error());
+  for (;;) {
+    socklen_t length = Address::capacity();
+    Result<int> fd = io::accept(socket_.fd(), into.data(), &length, deadline);
+    if (fd) {
+      into.set_length(length);
+      connections_accepted.add();
+      // The spare is lost when the descriptor freed for it went elsewhere (another thread, or a
+      // limit lowered below it); descriptors are available again, so take one back.
+      if (!reserve_.is_open()) reserve_ = open_reserve();
+      return TcpStream(Socket(*fd));
+    }
+    if (fd.error() != std::errc::too_many_files_open &&
+        fd.error() != std::errc::too_many_files_open_in_system)
+      return fail(fd.error());
+    if (shed_one_connection(fd.error())) return fail(fd.error());
+    // Linux takes the new descriptor before it looks for a connection, so with a full table
+    // every accept fails, connection or not: wait for one instead of failing in a loop.
+    if (Result<void> ready = io::wait_readable(socket_.fd(), deadline); !ready)
+      return fail(ready.error());
   }
-  into.set_length(length);
-  connections_accepted.add();
-  return TcpStream(Socket(*fd));
 }
 
-Result<TcpStream> TcpListener::shed_one_connection(std::error_code cause) {
+bool TcpListener::shed_one_connection(std::error_code cause) {
+  pollfd pending = {.fd = socket_.fd(), .events = POLLIN, .revents = 0};
+  if (::poll(&pending, 1, 0) != 1 || (pending.revents & POLLIN) == 0) return false;
   // Give up the reserve descriptor, take the pending connection with it, close it cleanly so
   // the peer sees a close instead of a hang, and keep a new reserve.
   reserve_.close();
@@ -71,8 +83,9 @@ Result<TcpStream> TcpListener::shed_one_connection(std::error_code cause) {
   reserve_ = open_reserve();
   const std::string where = local_address() ? local_address()->to_string() : "?";
   detail::log_rate_limited("accept on " + where + ": " + cause.message() +
-                           "; closed one pending connection");
-  return fail(cause);
+                           (fd >= 0 ? "; closed one pending connection"
+                                    : "; no spare descriptor to close a pending connection with"));
+  return true;
 }
 
 void TcpListener::close() noexcept {

@@ -85,6 +85,10 @@ void ServerConnection::read_ended(const tern::Result<std::size_t>& got,
         "rpc: closing the connection from {}: a frame did not arrive within {} ms ({} bytes of "
         "it came); the client sends too slowly",
         peer_, frame_timeout.count(), in_.size());
+  } else if (!got && got.error() == std::errc::connection_reset && in_.size() > 0) {
+    state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    TERN_LOG_WARN("rpc: {} reset the connection in the middle of a frame ({} bytes of it)", peer_,
+                  in_.size());
   } else if (!got && !reading_stopped_ && got.error() != std::errc::operation_canceled &&
              got.error() != std::errc::connection_reset) {
     TERN_LOG_DEBUG("rpc: connection from {} failed: {}", peer_, got.error().message());

@@ -16,9 +16,10 @@ struct ListenOptions {
 };
 
 // A listening stream socket (TCP or Unix). accept parks the calling fiber. When the process
-// runs out of file descriptors (EMFILE/ENFILE), accept closes the pending connection cleanly
-// using a reserved descriptor, logs it, and fails with std::errc::too_many_files_open instead
-// of spinning. Move-only; use from worker fibers of one worker at a time.
+// runs out of file descriptors (EMFILE/ENFILE), accept waits while no connection is pending; a
+// connection that comes is closed cleanly using a reserved descriptor, logged, and accept fails
+// with std::errc::too_many_files_open instead of spinning. Move-only; use from worker fibers of
+// one worker at a time.
 class TcpListener {
  public:
   TcpListener() noexcept = default;
@@ -38,7 +39,9 @@ class TcpListener {
   int fd() const noexcept { return socket_.fd(); }
 
  private:
-  Result<TcpStream> shed_one_connection(std::error_code cause);
+  // Out of descriptors: closes the pending connection with the reserve descriptor (when there
+  // is one) and logs it; false when no connection is pending.
+  bool shed_one_connection(std::error_code cause);
   Socket socket_;
   Socket reserve_;  // a spare descriptor given up to accept-and-close when out of descriptors
 };
