@@ -8,6 +8,7 @@
 #                       BENCH_ARGS passes options to bench/suite/run.py (e.g. --only 003)
 #   make format         reformat the sources; make format-check only checks
 #   make cross-aarch64  cross-build the aarch64 context switch and run its test under qemu
+#   make fuzz           build the libFuzzer targets (clang 19) and run each for FUZZ_SECONDS (60)
 
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
@@ -60,18 +61,26 @@ cross-aarch64: setup
 clean:
 	rm -rf build
 
-# make fuzz: build the libFuzzer targets with clang 19 (ASan + UBSan; tern::net and tern::rpc
-# instrumented for coverage) in FUZZ_BUILD, then run rpc_frame_fuzz for FUZZ_SECONDS on a copy of
-# its seed corpus ($(FUZZ_BUILD)/corpus keeps what earlier runs found; crashes go to
-# $(FUZZ_BUILD)/artifacts).
+# make fuzz: build the libFuzzer targets of tests/fuzz with clang 19 (ASan + UBSan; tern::net,
+# tern::rpc and the targets' parse entries instrumented for coverage) in FUZZ_BUILD, then run each
+# target of FUZZ_TARGETS in turn for FUZZ_SECONDS on a copy of its seed corpus, printing its final
+# stats. Any finding (crash, broken invariant, leak, timeout) stops make with an error.
+# $(FUZZ_BUILD)/corpus/<target> keeps what earlier runs found; crashes go to
+# $(FUZZ_BUILD)/artifacts/<target>-*.
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD ?= build/fuzz
+FUZZ_TARGETS ?= rpc_frame address header16 admin_http
 .PHONY: fuzz
+define run_fuzzer
+	mkdir -p $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/artifacts
+	cp tests/fuzz/corpus/$(1)/* $(FUZZ_BUILD)/corpus/$(1)/
+	@echo "=== $(1)_fuzz for $(FUZZ_SECONDS) s"
+	$(FUZZ_BUILD)/tests/fuzz/$(1)_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  -artifact_prefix=$(FUZZ_BUILD)/artifacts/$(1)- $(FUZZ_BUILD)/corpus/$(1)
+
+endef
 fuzz: setup
 	cmake -S . -B $(FUZZ_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_FUZZ=ON \
 	  -DTERN_SANITIZE=address -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target rpc_frame_fuzz
-	mkdir -p $(FUZZ_BUILD)/corpus/rpc_frame $(FUZZ_BUILD)/artifacts
-	cp tests/fuzz/corpus/rpc_frame/* $(FUZZ_BUILD)/corpus/rpc_frame/
-	$(FUZZ_BUILD)/tests/fuzz/rpc_frame_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	  -artifact_prefix=$(FUZZ_BUILD)/artifacts/ $(FUZZ_BUILD)/corpus/rpc_frame
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS:%=%_fuzz)
+	$(foreach target,$(FUZZ_TARGETS),$(call run_fuzzer,$(target)))

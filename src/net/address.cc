@@ -78,6 +78,9 @@ Result<Address> Address::parse(std::string_view text, std::string* why) {
     un.sun_family = AF_UNIX;
     const bool abstract = path.front() == '@';
     if (abstract && path.size() == 1) return reject(why, original, "empty abstract socket name");
+    // The kernel ends a path at its first NUL: one inside would name another socket.
+    if (!abstract && path.find('\0') != std::string_view::npos)
+      return reject(why, original, "NUL byte in a Unix socket path");
     // A path needs its terminating NUL; an abstract name's '@' stands for its leading NUL.
     if (path.size() > sizeof un.sun_path - (abstract ? 0 : 1))
       return reject(why, original, "Unix socket path longer than ",

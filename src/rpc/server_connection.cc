@@ -173,7 +173,9 @@ bool ServerConnection::start_call(const RawFrame& frame, bool one_way) {
                           .compressed = (frame.header.flags & kFlagCompressed) != 0,
                           .deadline = kNoDeadline};
   if (metadata_.timeout_us() != 0) {
-    start.deadline = deadline_after(std::chrono::microseconds(metadata_.timeout_us()));
+    // Unsigned, as on the wire: a count past the clock's range is no deadline, not an overflow.
+    start.deadline = deadline_after(
+        std::chrono::duration<std::uint64_t, std::micro>(metadata_.timeout_us()));
   }
   MetadataEntries entries;
   if (metadata_.entries_size() > 0) {

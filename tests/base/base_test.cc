@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -126,6 +129,17 @@ TEST(Clock, DeadlineAfterSaturatesInsteadOfOverflowing) {
   const auto deadline = tern::deadline_after(std::chrono::milliseconds(5));
   EXPECT_GE(deadline - before, std::chrono::milliseconds(5));
   EXPECT_LT(deadline, tern::kNoDeadline);
+  // A count a peer may send (an unsigned 64-bit number of microseconds) and negative ones.
+  EXPECT_EQ(tern::deadline_after(std::chrono::duration<std::uint64_t, std::micro>(
+                std::numeric_limits<std::uint64_t>::max())),
+            tern::kNoDeadline);
+  const tern::Deadline most_negative = tern::deadline_after(std::chrono::microseconds::min());
+  const tern::Deadline minus_one = tern::deadline_after(std::chrono::seconds(-1));
+  const auto after = tern::Clock::now();
+  EXPECT_GE(most_negative, before) << "a negative timeout is now, not a time long past";
+  EXPECT_LE(most_negative, after);
+  EXPECT_GE(minus_one, before);
+  EXPECT_LE(minus_one, after);
 }
 
 }  // namespace

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
 
 #include "metadata.pb.h"
+#include "require.h"
 #include "rpc/codec.h"
 #include "rpc/frame.h"
 #include "tern/net/buffer.h"
@@ -25,9 +24,7 @@ constexpr detail::Limits kNoLimits{.max_frame_size = std::numeric_limits<std::ui
                                    .max_metadata_size = std::numeric_limits<std::uint32_t>::max()};
 
 void require(bool condition, const char* what) {
-  if (condition) return;
-  std::fprintf(stderr, "rpc frame parser: %s\n", what);
-  std::abort();
+  fuzz::require(condition, "rpc frame parser", what);
 }
 
 bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {

@@ -225,6 +225,9 @@ TEST(AddressParse, MalformedInputsSayWhatIsWrong) {
       {"unix:@", "empty abstract socket name"},
       {"unix:/" + too_long, "Unix socket path longer than 107 bytes"},
       {"unix:@" + too_long, "Unix socket path longer than 107 bytes"},
+      // The kernel would stop at the NUL and name another socket.
+      {std::string("unix:/run/tern\0.sock", 20), "NUL byte in a Unix socket path"},
+      {std::string("unix:\0name", 10), "NUL byte in a Unix socket path"},
   };
   for (const Malformed& c : cases) {
     std::string why;
