@@ -94,8 +94,8 @@ void ServerConnection::read_ended(const tern::Result<std::size_t>& got,
     TERN_LOG_DEBUG("rpc: connection from {} failed: {}", peer_, got.error().message());
   } else if (got && in_.size() > 0) {
     state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
-    TERN_LOG_WARN("rpc: {} closed the connection in the middle of a frame ({} bytes of it)",
-                  peer_, in_.size());
+    TERN_LOG_WARN("rpc: {} closed the connection in the middle of a frame ({} bytes of it)", peer_,
+                  in_.size());
   }
 }
 
@@ -174,8 +174,8 @@ bool ServerConnection::start_call(const RawFrame& frame, bool one_way) {
                           .deadline = kNoDeadline};
   if (metadata_.timeout_us() != 0) {
     // Unsigned, as on the wire: a count past the clock's range is no deadline, not an overflow.
-    start.deadline = deadline_after(
-        std::chrono::duration<std::uint64_t, std::micro>(metadata_.timeout_us()));
+    start.deadline =
+        deadline_after(std::chrono::duration<std::uint64_t, std::micro>(metadata_.timeout_us()));
   }
   MetadataEntries entries;
   if (metadata_.entries_size() > 0) {
