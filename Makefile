@@ -9,6 +9,7 @@
 #   make format         reformat the sources; make format-check only checks
 #   make cross-aarch64  cross-build the aarch64 context switch and run its test under qemu
 #   make fuzz           build the libFuzzer targets (clang 19) and run each for FUZZ_SECONDS (60)
+#   make soak           the reliability soak (docs/reliability.md), SOAK_SECONDS (60) of load each
 
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
@@ -18,7 +19,7 @@ CLANG_FORMAT ?= clang-format-19
 GENERATOR := -G Ninja
 SOURCES = $(shell git ls-files '*.h' '*.cc' 2>/dev/null)
 
-.PHONY: setup test asan tsan bench format format-check cross-aarch64 clean
+.PHONY: setup test asan tsan bench soak format format-check cross-aarch64 clean
 
 setup:
 	@bash scripts/setup
@@ -48,6 +49,18 @@ bench:
 	bash bench/suite/venv.sh build/bench-venv
 	$(if $(FULL),bash bench/micro/run.sh build/release)
 	python3 bench/suite/run.py --build build/release $(if $(FULL),--full) $(BENCH_ARGS)
+
+# make soak: bench/suite/soak.py against tern-echo and tern-rpc-server built in SOAK_BUILD with
+# SOAK_CMAKE (a Release build by default; CI reuses make test's Debug build): 10,000 echo
+# connections and 1,000 RPC callers for SOAK_SECONDS each, 10,000 idle connections, a connect
+# flood. Fails on any error, leak or growth.
+SOAK_SECONDS ?= 60
+SOAK_BUILD ?= build/release
+SOAK_CMAKE ?= -DCMAKE_BUILD_TYPE=Release -DTERN_BUILD_TESTS=OFF -DTERN_BUILD_BENCH=ON
+soak: setup
+	cmake -S . -B $(SOAK_BUILD) $(GENERATOR) $(SOAK_CMAKE)
+	cmake --build $(SOAK_BUILD) -j $(JOBS) --target tern-echo tern-rpc-server tern-bench
+	python3 bench/suite/soak.py --build $(SOAK_BUILD) --seconds $(SOAK_SECONDS)
 
 format: setup
 	$(CLANG_FORMAT) -i $(SOURCES)

@@ -39,7 +39,8 @@ std::uintptr_t align_down(std::uintptr_t value, std::size_t alignment) {
   return value & ~(static_cast<std::uintptr_t>(alignment) - 1);
 }
 
-// Every scheduler that exists, for the metrics (tern_fibers_alive, tern_workers).
+// Every scheduler that exists, for the metrics (tern_fibers_alive, tern_timers_pending,
+// tern_workers).
 struct LiveSchedulers {
   std::mutex mutex;
   std::vector<const Scheduler*> schedulers;
@@ -55,6 +56,10 @@ void collect_fiber_metrics(std::vector<prof::Family>& out) {
                      "Fibers started and not yet finished, per worker",
                      prof::MetricKind::gauge,
                      {}};
+  prof::Family timers{"tern_timers_pending",
+                      "Timers armed (fibers waiting with a deadline), per worker",
+                      prof::MetricKind::gauge,
+                      {}};
   prof::Family workers{
       "tern_workers", "Worker threads of the running tern runtimes", prof::MetricKind::gauge, {}};
   LiveSchedulers& live = live_schedulers();
@@ -62,9 +67,13 @@ void collect_fiber_metrics(std::vector<prof::Family>& out) {
   for (const Scheduler* scheduler : live.schedulers) {
     alive.series.push_back(prof::Series{.labels = {{"worker", std::to_string(scheduler->index())}},
                                         .value = static_cast<double>(scheduler->fibers_alive())});
+    timers.series.push_back(
+        prof::Series{.labels = {{"worker", std::to_string(scheduler->index())}},
+                     .value = static_cast<double>(scheduler->timers_pending())});
   }
   workers.series.push_back(prof::Series{.value = static_cast<double>(live.schedulers.size())});
   out.push_back(std::move(alive));
+  out.push_back(std::move(timers));
   out.push_back(std::move(workers));
 }
 
@@ -332,6 +341,7 @@ std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool inte
     if (deadline != kNoDeadline) {
       self->timer.when = deadline;
       timers_.insert(&self->timer);
+      count_timers();
     }
     if (interruptible) {
       self->interruptible_wait = true;
@@ -340,7 +350,10 @@ std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool inte
   }
   self->state = FiberState::waiting;
   suspend();
-  if (self->timer.armed()) timers_.remove(&self->timer);
+  if (self->timer.armed()) {
+    timers_.remove(&self->timer);
+    count_timers();
+  }
   if (self->waiting_hook.linked()) interruptible_.remove(*self);
   self->interruptible_wait = false;
   return self->wake_result;
@@ -441,6 +454,7 @@ void Scheduler::fire_timers() {
         push_ready(fiber);
       }
     }
+    count_timers();
   });
 }
 

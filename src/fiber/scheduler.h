@@ -49,6 +49,10 @@ class Scheduler {
   RuntimeState* runtime() const noexcept { return runtime_; }
   // Fibers started and not finished on this worker. Any thread.
   std::size_t fibers_alive() const noexcept { return alive_.load(std::memory_order_relaxed); }
+  // Timers armed on this worker (fibers waiting with a deadline). Any thread.
+  std::size_t timers_pending() const noexcept {
+    return timers_pending_.load(std::memory_order_relaxed);
+  }
   // Turns the loop profiler on for the next run() with this report interval (0: off). Owner
   // thread, before run().
   void set_prof_interval(std::chrono::nanoseconds interval) noexcept { prof_interval_ = interval; }
@@ -86,6 +90,8 @@ class Scheduler {
   void push_ready(FiberControl* fiber) noexcept { run_queue_.push_back(*fiber); }
   std::size_t take_remote_work();
   void fire_timers();
+  // Publishes timers_.size() for timers_pending() after the heap changed.
+  void count_timers() noexcept { timers_pending_.store(timers_.size(), std::memory_order_relaxed); }
   void interrupt_all_waiting() noexcept;
   bool try_close();
   void report_shutdown_progress();
@@ -130,6 +136,8 @@ class Scheduler {
   std::atomic<bool> closed_{false};
   std::atomic<std::uint32_t> posters_{0};  // other threads inside post() or make_ready()
   std::atomic<std::size_t> alive_{0};      // written by the owner only
+  // timers_.size(), written by the owner only.
+  std::atomic<std::size_t> timers_pending_{0};
   std::chrono::nanoseconds prof_interval_{0};
 #if TERN_PROF_ENABLED
   std::unique_ptr<prof::LoopProfiler> profiler_;

@@ -116,6 +116,7 @@ class EpollReactor final : public Reactor {
     bool& ready = writable ? state.writable : state.readable;
     if (ready) {  // an edge arrived since the last wait: try the call again first
       ready = false;
+      if (!writable) state.drained = false;
       return {};
     }
     Waiter waiter;
@@ -129,6 +130,7 @@ class EpollReactor final : public Reactor {
       return fail(result);
     }
     if (waiter.closed) return fail(std::errc::operation_canceled);
+    if (!writable) state.drained = false;  // an edge arrived: the next recv must try
     return {};
   }
 
@@ -188,8 +190,10 @@ class EpollReactor final : public Reactor {
     return *states_[index];
   }
 
+  // Also runs on the stack of a fiber that spent its budget: the events go to a member, so
+  // that fiber's stack does not grow by the array's 3 KiB (a page more per connection fiber).
   void wait_events(Deadline deadline) {
-    epoll_event events[kMaxEvents];
+    epoll_event* events = events_;
     int count;
     if (deadline == Deadline::min()) {
       count = ::epoll_wait(epoll_, events, kMaxEvents, 0);
@@ -237,6 +241,7 @@ class EpollReactor final : public Reactor {
   }
 
   static constexpr int kBudget = 64;
+  epoll_event events_[kMaxEvents];  // wait_events' results; dispatch never reenters it
   int epoll_;
   int wake_;
   int budget_ = kBudget;

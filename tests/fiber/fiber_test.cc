@@ -10,6 +10,7 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/fiber_local.h"
 #include "tern/fiber/runtime.h"
+#include "tern/prof/metrics.h"
 #include "test_scale.h"
 
 namespace {
@@ -217,6 +218,41 @@ TEST(Sleep, HundredThousandPendingTimersFireInOrderAndNeverEarly) {
     EXPECT_GT(slept, 0);
     EXPECT_EQ(out_of_order, 0) << "pending timers fire in deadline order";
     RecordProperty("timers_pending_at_once", slept);
+  });
+}
+
+// The tern_timers_pending series of worker `worker`, as the metrics registry reads it now.
+double timers_pending_on(const std::string& worker) {
+  for (const tern::prof::Family& family : tern::prof::MetricsRegistry::global().collect()) {
+    if (family.name != "tern_timers_pending") continue;
+    for (const tern::prof::Series& series : family.series)
+      if (series.labels == tern::prof::Labels{{"worker", worker}}) return series.value;
+  }
+  return -1;
+}
+
+TEST(Sleep, TimersPendingGaugeCountsArmedDeadlines) {
+  on_one_worker([] {
+    EXPECT_EQ(timers_pending_on("0"), 0);
+    constexpr int kSleepers = 3;
+    std::vector<tern::Fiber> sleepers;
+    for (int i = 0; i < kSleepers; ++i)
+      sleepers.push_back(tern::spawn([] { (void)tern::this_fiber::sleep_for(1h); }));
+    tern::Event stopped;
+    tern::Fiber waiter = tern::spawn([&] { (void)stopped.wait(); });  // no deadline: no timer
+    tern::Fiber short_sleep = tern::spawn([] { (void)tern::this_fiber::sleep_for(1ms); });
+    tern::this_fiber::yield();  // every fiber is waiting now
+    EXPECT_EQ(timers_pending_on("0"), kSleepers + 1);
+    short_sleep.join();  // its timer fired
+    EXPECT_EQ(timers_pending_on("0"), kSleepers);
+    sleepers[0].interrupt();  // an interrupted wait disarms its timer
+    sleepers[0].join();
+    EXPECT_EQ(timers_pending_on("0"), kSleepers - 1);
+    for (int i = 1; i < kSleepers; ++i) sleepers[i].interrupt();
+    for (int i = 1; i < kSleepers; ++i) sleepers[i].join();
+    stopped.set();
+    waiter.join();
+    EXPECT_EQ(timers_pending_on("0"), 0);
   });
 }
 

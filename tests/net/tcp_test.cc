@@ -327,6 +327,60 @@ TEST(TcpStream, ReadExactAndEndOfStream) {
   });
 }
 
+TEST(TcpStream, WaitReadableWaitsForDataOrTheCloseAndReadsNothing) {
+  run_on(1, [] {
+    tern::Result<Connected> pair = connect_loopback();
+    ASSERT_TRUE(pair) << pair.error().message();
+    // Nothing sent: the wait times out, and so does one under set_timeout.
+    const auto start = Clock::now();
+    tern::Result<void> idle = pair->server.wait_readable(Clock::now() + 30ms);
+    ASSERT_FALSE(idle);
+    EXPECT_EQ(idle.error(), std::errc::timed_out);
+    EXPECT_GE(Clock::now() - start, 30ms);
+    pair->server.set_timeout(20ms);
+    EXPECT_EQ(error_of(pair->server.wait_readable()), std::errc::timed_out);
+    pair->server.set_timeout(0ms);
+
+    // A write from the peer ends a wait in progress; the data is all still there to read.
+    tern::Fiber writer = tern::spawn([&] {
+      (void)tern::this_fiber::sleep_for(10ms);
+      EXPECT_TRUE(pair->client.write_all(bytes_of("ready"), patience()));
+    });
+    ASSERT_TRUE(pair->server.wait_readable(patience()));
+    writer.join();
+    EXPECT_TRUE(pair->server.wait_readable(patience())) << "data already there: no wait";
+    std::array<std::byte, 64> buf;
+    tern::Result<std::size_t> n = pair->server.read(buf, patience());  // empties the queue
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(text_of(std::span(buf).first(*n)), "ready");
+
+    // After a read that emptied the queue, a wait that ends on new data is followed by a read
+    // that returns it at once.
+    writer = tern::spawn([&] {
+      (void)tern::this_fiber::sleep_for(10ms);
+      EXPECT_TRUE(pair->client.write_all(bytes_of("again"), patience()));
+    });
+    ASSERT_TRUE(pair->server.wait_readable(patience()));
+    writer.join();
+    n = pair->server.read(buf, Clock::now() + 2s);
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(text_of(std::span(buf).first(*n)), "again");
+
+    // An interrupt ends the wait; the stream still works.
+    tern::Fiber waiter = tern::spawn([&] {
+      EXPECT_EQ(error_of(pair->server.wait_readable(patience())), std::errc::operation_canceled);
+    });
+    tern::this_fiber::yield();
+    waiter.interrupt();
+    waiter.join();
+
+    // The peer's close makes the stream readable: the read then sees the end.
+    pair->client.close();
+    ASSERT_TRUE(pair->server.wait_readable(patience()));
+    EXPECT_EQ(read_to_end(pair->server), "");
+  });
+}
+
 TEST(TcpDeadline, ReadTimesOutAndLosesNothing) {
   run_on(1, [] {
     tern::Result<Connected> pair = connect_loopback();

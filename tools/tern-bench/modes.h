@@ -23,6 +23,8 @@ void add_switch_command(CLI::App& app);
 void add_log_command(CLI::App& app);
 // rpc: SEEDS 001 RPC benchmark, BenchmarkService/Say over tern::rpc (rpc.cc).
 void add_rpc_command(CLI::App& app);
+// soak: reliability soak, scenarios echo, rpc, idle and flood (soak.cc).
+void add_soak_command(CLI::App& app);
 
 // Ends a mode's callback with `status` as the process's exit status (0 returns normally).
 void finish_with(int status);

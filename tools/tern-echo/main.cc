@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
 #include "tern/io/io.h"
+#include "tern/net/admin_server.h"
 #include "tern/net/buffer.h"
 #include "tern/net/tcp_server.h"
 
@@ -33,6 +35,8 @@ struct Config {
   std::size_t max_connections = 0;
   double duration = 0;
   std::size_t max_payload = 64 << 20;
+  std::string admin;  // HOST:PORT of the admin endpoint (/metrics); empty: none
+  std::uint64_t idle_timeout_ms = 0;
 };
 
 // Writes back whatever arrives (SEEDS 003 pingpong, 004 sessions).
@@ -143,6 +147,13 @@ int main(int argc, char** argv) {
                  "stop after this many seconds (0: run until a signal)");
   app.add_option("--max-payload", config.max_payload, "largest frame16/ttcp payload accepted")
       ->capture_default_str();
+  app.add_option("--admin", config.admin,
+                 "serve tern's admin endpoint (GET /metrics, /status) on HOST:PORT (port 0: the "
+                 "kernel picks; printed at the end of the first line as 'admin HOST:PORT')");
+  app.add_option("--idle-timeout", config.idle_timeout_ms,
+                 "close a connection whose reads and writes make no progress for this many "
+                 "milliseconds (0: never)")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -176,6 +187,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tern-echo: %s\n", why.c_str());
     return 2;
   }
+  std::optional<tern::net::Address> admin_address;
+  if (!config.admin.empty()) {
+    tern::Result<tern::net::Address> parsed = tern::net::Address::parse(config.admin, &why);
+    if (!parsed) {
+      std::fprintf(stderr, "tern-echo: --admin %s: %s\n", config.admin.c_str(),
+                   why.empty() ? parsed.error().message().c_str() : why.c_str());
+      return 2;
+    }
+    admin_address = *parsed;
+  }
   if (config.buf < 64) config.buf = 64;
 
   // Signals go to the signalfd fiber, not to a random thread.
@@ -191,7 +212,11 @@ int main(int argc, char** argv) {
     options.accept_mode = config.accept == "roundrobin" ? tern::net::AcceptMode::round_robin
                                                         : tern::net::AcceptMode::reuse_port;
     options.max_connections = config.max_connections;
+    options.idle_timeout = std::chrono::milliseconds(config.idle_timeout_ms);
     tern::net::TcpServer server(options, [&config](tern::net::TcpStream& stream) {
+      // An idle connection costs no read buffer: take one only once the first bytes (or the
+      // peer's close) are there. Under --idle-timeout the wait times out like a read.
+      if (!stream.wait_readable()) return;
       (void)stream.set_nodelay();
       if (config.mode == "echo") {
         echo_stream(stream, config.buf);
@@ -216,10 +241,22 @@ int main(int argc, char** argv) {
                    bound.error().message().c_str());
       return 1;
     }
-    std::printf("tern-echo: listening on %s (%zu workers, %s, %s, mode %s)\n",
+    tern::net::AdminServer admin;
+    std::string admin_text;
+    if (admin_address) {
+      tern::Result<tern::net::Address> admin_bound = admin.start(*admin_address);
+      if (!admin_bound) {
+        std::fprintf(stderr, "tern-echo: cannot serve the admin endpoint on %s: %s\n",
+                     admin_address->to_string().c_str(), admin_bound.error().message().c_str());
+        server.stop(tern::deadline_after(0s));
+        return 1;
+      }
+      admin_text = ", admin " + admin_bound->to_string();
+    }
+    std::printf("tern-echo: listening on %s (%zu workers, %s, %s, mode %s%s)\n",
                 bound->to_string().c_str(), tern::this_worker::count(),
                 std::string(tern::io::to_string(tern::io::current_backend())).c_str(),
-                config.accept.c_str(), config.mode.c_str());
+                config.accept.c_str(), config.mode.c_str(), admin_text.c_str());
     std::fflush(stdout);
     if (config.duration > 0) {
       tern::Fiber watcher = tern::spawn([] { wait_for_signal(); });
@@ -230,6 +267,7 @@ int main(int argc, char** argv) {
       wait_for_signal();
     }
     const std::size_t cut = server.stop(tern::deadline_after(1s));
+    admin.stop();
     const tern::net::ServerStats stats = server.stats();
     std::printf("tern-echo: stopped; %llu connections served, %llu rejected, %zu cut at shutdown\n",
                 static_cast<unsigned long long>(stats.accepted),

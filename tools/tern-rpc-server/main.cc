@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "../common/stop_signal.h"
@@ -10,6 +11,7 @@
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
 #include "tern/net/address.h"
+#include "tern/net/admin_server.h"
 #include "tern/rpc/server.h"
 
 namespace {
@@ -21,6 +23,7 @@ struct Config {
   std::uint16_t port = 0;
   std::size_t threads = 0;
   std::string io = "auto";
+  std::string admin;  // HOST:PORT of the admin endpoint (/metrics); empty: none
 };
 
 // BenchmarkService/Say as the seed's servers do it: the request back with field1 = "OK" and
@@ -52,6 +55,9 @@ int main(int argc, char** argv) {
   app.add_option("--io", config.io, "I/O backend: epoll, uring or auto")
       ->check(CLI::IsMember({"epoll", "uring", "auto"}))
       ->capture_default_str();
+  app.add_option("--admin", config.admin,
+                 "serve tern's admin endpoint (GET /metrics, /status) on HOST:PORT (port 0: the "
+                 "kernel picks; printed at the end of the first line as 'admin HOST:PORT')");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -73,6 +79,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tern-rpc-server: %s\n", why.c_str());
     return 2;
   }
+  std::optional<tern::net::Address> admin_address;
+  if (!config.admin.empty()) {
+    const tern::Result<tern::net::Address> parsed = tern::net::Address::parse(config.admin, &why);
+    if (!parsed) {
+      std::fprintf(stderr, "tern-rpc-server: --admin %s: %s\n", config.admin.c_str(),
+                   why.empty() ? parsed.error().message().c_str() : why.c_str());
+      return 2;
+    }
+    admin_address = *parsed;
+  }
 
   // The signals go to the fiber waiting on a signalfd, not to a random thread.
   tern::tools::block_stop_signals();
@@ -91,12 +107,26 @@ int main(int argc, char** argv) {
                    address->to_string().c_str(), bound.error().message().c_str());
       return 1;
     }
-    std::printf("tern-rpc-server: listening on %s (%zu workers, %s)\n", bound->to_string().c_str(),
-                tern::this_worker::count(),
-                std::string(tern::io::to_string(tern::io::current_backend())).c_str());
+    tern::net::AdminServer admin;
+    std::string admin_text;
+    if (admin_address) {
+      const tern::Result<tern::net::Address> admin_bound = admin.start(*admin_address);
+      if (!admin_bound) {
+        std::fprintf(stderr, "tern-rpc-server: cannot serve the admin endpoint on %s: %s\n",
+                     admin_address->to_string().c_str(), admin_bound.error().message().c_str());
+        server.stop(tern::deadline_after(0s));
+        return 1;
+      }
+      admin_text = ", admin " + admin_bound->to_string();
+    }
+    std::printf("tern-rpc-server: listening on %s (%zu workers, %s%s)\n",
+                bound->to_string().c_str(), tern::this_worker::count(),
+                std::string(tern::io::to_string(tern::io::current_backend())).c_str(),
+                admin_text.c_str());
     std::fflush(stdout);
     tern::tools::wait_for_stop_signal();
     const std::size_t cut = server.stop(tern::deadline_after(1s));
+    admin.stop();
     const tern::rpc::ServerStats stats = server.stats();
     std::printf(
         "tern-rpc-server: stopped; %llu calls served (%llu failed, %llu rejected), %zu cut "

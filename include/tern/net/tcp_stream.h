@@ -33,6 +33,9 @@ class TcpStream {
   Result<std::size_t> read(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
   // Reads exactly buf.size() bytes; Errc::eof if the stream ends first.
   Result<void> read_exact(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
+  // Waits until a read would not wait (data, the peer's close or an error is there) without
+  // reading anything: a server can take a read buffer only once a connection has data.
+  Result<void> wait_readable(Deadline deadline = kNoDeadline);
   // Writes some of buf, waiting until at least one byte can be written.
   Result<std::size_t> write(std::span<const std::byte> buf, Deadline deadline = kNoDeadline);
   // Writes all of buf.
