@@ -5,7 +5,7 @@ Scenarios, each against a fresh server on 127.0.0.1 with its admin endpoint on, 
 first CPU and the load on the second:
   echo   10,000 connections doing request/echo round trips for --seconds
   idle   10,000 idle connections: the server's RSS per connection (target <= 8 KiB)
-  flood  50 ping-pong clients while 20,000 connects hit --max-connections 2000
+  flood  50 ping-pong clients while 20,000 connects hit --max-connections 1000
   rpc    1,000 callers of BenchmarkService/Say for --seconds
 Every scenario must end with zero errors, its RSS and descriptor trends flat and the server's
 fibers and timers back to their baseline (tern-bench soak checks each and exits non-zero).
@@ -51,7 +51,7 @@ def scenarios(args):
     return [
         ("echo", "tern-echo", echo, ["-c", str(args.connections)] + load),
         ("idle", "tern-echo", echo, ["-c", str(args.connections), "--max-idle-bytes", "8192"]),
-        ("flood", "tern-echo", echo + ["--max-connections", "2000"], ["-c", "50"]),
+        ("flood", "tern-echo", echo + ["--max-connections", "1000"], ["-c", "50"]),
         ("rpc", "tern-rpc-server", [], ["-c", str(args.callers)] + load),
     ]
 

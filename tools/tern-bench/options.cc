@@ -51,21 +51,7 @@ void check_after_parse(CLI::App* command, Options& options) {
 }
 
 std::string check_network(NetworkOptions& net, double default_duration) {
-  std::string why;
-  Result<Target> target = parse_target(net.target_text, &why);
-  if (!target) return "target " + why;
-  net.target = *target;
-  if (net.name.empty()) return "--name must not be empty";
-  for (char c : net.name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '_' && c != '.')
-      return fmt::format("--name '{}': use letters, digits, '-', '_' and '.' only", net.name);
-  }
-  if (net.server_pid < 0) return fmt::format("--server-pid {}: not a process id", net.server_pid);
-  if (net.server_pid > 0 && !read_cpu_ticks(net.server_pid))
-    return fmt::format("--server-pid {}: no such process (cannot read /proc/{}/stat)",
-                       net.server_pid, net.server_pid);
-  if (net.workers > kMaxWorkers)
-    return fmt::format("--workers {}: at most {}", net.workers, kMaxWorkers);
+  if (std::string why = check_target_and_server(net); !why.empty()) return why;
   if (net.duration_s < 0) net.duration_s = default_duration;
   return {};
 }
@@ -87,6 +73,25 @@ std::string positive_seconds(const char* option, double seconds) {
 }
 
 }  // namespace
+
+std::string check_target_and_server(NetworkOptions& net) {
+  std::string why;
+  Result<Target> target = parse_target(net.target_text, &why);
+  if (!target) return "target " + why;
+  net.target = *target;
+  if (net.name.empty()) return "--name must not be empty";
+  for (char c : net.name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '_' && c != '.')
+      return fmt::format("--name '{}': use letters, digits, '-', '_' and '.' only", net.name);
+  }
+  if (net.server_pid < 0) return fmt::format("--server-pid {}: not a process id", net.server_pid);
+  if (net.server_pid > 0 && !read_cpu_ticks(net.server_pid))
+    return fmt::format("--server-pid {}: no such process (cannot read /proc/{}/stat)",
+                       net.server_pid, net.server_pid);
+  if (net.workers > kMaxWorkers)
+    return fmt::format("--workers {}: at most {}", net.workers, kMaxWorkers);
+  return {};
+}
 
 std::size_t usable_cpu_count() {
   cpu_set_t set;

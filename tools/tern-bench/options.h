@@ -106,6 +106,10 @@ CLI::App* add_ttcp_options(CLI::App& app, TtcpOptions& options);
 CLI::App* add_switch_options(CLI::App& app, SwitchOptions& options);
 CLI::App* add_rpc_options(CLI::App& app, RpcOptions& options);
 
+// Checks the target (and resolves it into net.target), --name, --server-pid and --workers of a
+// mode that talks to a server: the complaint, or empty. Main thread, while parsing.
+std::string check_target_and_server(NetworkOptions& net);
+
 // The checks across options, run after parsing (the add_*_options callbacks call them): they
 // fill in the mode's defaults (workers, duration) and the parsed target, and return what is
 // wrong, or an empty string.

@@ -15,7 +15,9 @@
 #include "soak_monitor.h"
 #include "soak_options.h"
 #include "tern/base/clock.h"
+#include "tern/fiber/event.h"
 #include "tern/fiber/semaphore.h"
+#include "tern/fiber/wait_group.h"
 #include "tern/net/address.h"
 #include "tern/net/tcp_stream.h"
 
@@ -100,6 +102,12 @@ Result<net::TcpStream> connect_paced(const net::Address& address, Semaphore& in_
 // One semaphore of `permits` per client worker, for connect_paced.
 std::vector<std::unique_ptr<Semaphore>> per_worker_semaphores(std::size_t workers,
                                                               std::size_t permits);
+
+// The timed window of the echo and rpc scenarios, after every client is ready: marks the load on
+// the monitor, sets `end` to --duration from now and fires `go`, sleeps until `end` (the samples
+// of the clients closing are not fitted), then waits for `done`. Returns the seconds from the
+// start until every client was done. The scenario's fiber.
+double run_timed_load(SoakContext& context, Event& go, Deadline& end, WaitGroup& done);
 
 // The scenarios. Each runs on a worker fiber of the client runtime, marks the steady load on
 // the monitor, counts failures in the context and puts its own figures in the report.

@@ -152,16 +152,7 @@ void run_echo_scenario(SoakContext& c) {
   c.monitor.set_phase("connect");
   open_all(run, c.o.connections, "soak-echo", echo_connection);
   const std::uint64_t opened = run.opened_total();
-  c.monitor.set_phase("load");
-  c.monitor.mark_load_start();
-  const Clock::time_point start = Clock::now();
-  run.end = start + seconds(c.o.net.duration_s);
-  run.go.set();
-  // The load ends with the clock: the samples of the connections closing are not fitted.
-  (void)this_fiber::sleep_until(run.end);
-  c.monitor.mark_load_end();
-  (void)run.finished.wait();
-  const double elapsed = seconds_between(start, Clock::now());
+  const double elapsed = run_timed_load(c, run.go, run.end, run.finished);
   c.monitor.set_phase("closed");
 
   const Meter::Totals totals = c.meter.totals();

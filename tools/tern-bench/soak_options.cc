@@ -1,7 +1,6 @@
 #include "soak_options.h"
 
 #include <CLI/CLI.hpp>
-#include <cctype>
 
 #include <fmt/format.h>
 
@@ -12,29 +11,9 @@ namespace tern::bench {
 
 namespace {
 
-constexpr std::size_t kMaxWorkers = 1024;
 constexpr double kDefaultSoakSeconds = 60;
 
 bool positive(double seconds) { return seconds > 0; }
-
-std::string check_target_and_server(NetworkOptions& net) {
-  std::string why;
-  Result<Target> target = parse_target(net.target_text, &why);
-  if (!target) return "target " + why;
-  net.target = *target;
-  if (net.name.empty()) return "--name must not be empty";
-  for (char c : net.name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '_' && c != '.')
-      return fmt::format("--name '{}': use letters, digits, '-', '_' and '.' only", net.name);
-  }
-  if (net.server_pid < 0) return fmt::format("--server-pid {}: not a process id", net.server_pid);
-  if (net.server_pid > 0 && !read_cpu_ticks(net.server_pid))
-    return fmt::format("--server-pid {}: no such process (cannot read /proc/{}/stat)",
-                       net.server_pid, net.server_pid);
-  if (net.workers > kMaxWorkers)
-    return fmt::format("--workers {}: at most {}", net.workers, kMaxWorkers);
-  return {};
-}
 
 }  // namespace
 

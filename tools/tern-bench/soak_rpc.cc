@@ -160,16 +160,7 @@ void run_rpc_scenario(SoakContext& c) {
   run.callers_done.add(c.o.connections);
   spread_fibers(c.o.connections, "soak-caller", [&run](std::size_t i) { run_caller(run, i); });
 
-  c.monitor.set_phase("load");
-  c.monitor.mark_load_start();
-  const Clock::time_point start = Clock::now();
-  run.end = start + seconds(c.o.net.duration_s);
-  run.go.set();
-  // The load ends with the clock: the samples of the channels closing are not fitted.
-  (void)this_fiber::sleep_until(run.end);
-  c.monitor.mark_load_end();
-  (void)run.callers_done.wait();
-  const double elapsed = seconds_between(start, Clock::now());
+  const double elapsed = run_timed_load(c, run.go, run.end, run.callers_done);
   c.monitor.set_phase("closing");
   (void)run.channels_closed.wait();
   c.monitor.set_phase("closed");

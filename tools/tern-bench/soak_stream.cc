@@ -6,6 +6,7 @@
 
 #include "run_support.h"
 #include "soak.h"
+#include "tern/fiber/fiber.h"
 
 namespace tern::bench {
 
@@ -108,6 +109,18 @@ std::string echo_primer(const SoakContext& context) {
           echo_round_trip(*stream, request, reply, context.io_deadline()))
     return failed->detail;
   return {};
+}
+
+double run_timed_load(SoakContext& context, Event& go, Deadline& end, WaitGroup& done) {
+  context.monitor.set_phase("load");
+  context.monitor.mark_load_start();
+  const Clock::time_point start = Clock::now();
+  end = start + seconds(context.o.net.duration_s);
+  go.set();
+  (void)this_fiber::sleep_until(end);
+  context.monitor.mark_load_end();
+  (void)done.wait();
+  return seconds_between(start, Clock::now());
 }
 
 }  // namespace tern::bench

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/admin_option.h"
 #include "../common/header16.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
@@ -147,9 +148,7 @@ int main(int argc, char** argv) {
                  "stop after this many seconds (0: run until a signal)");
   app.add_option("--max-payload", config.max_payload, "largest frame16/ttcp payload accepted")
       ->capture_default_str();
-  app.add_option("--admin", config.admin,
-                 "serve tern's admin endpoint (GET /metrics, /status) on HOST:PORT (port 0: the "
-                 "kernel picks; printed at the end of the first line as 'admin HOST:PORT')");
+  app.add_option("--admin", config.admin, tern::tools::kAdminOptionHelp);
   app.add_option("--idle-timeout", config.idle_timeout_ms,
                  "close a connection whose reads and writes make no progress for this many "
                  "milliseconds (0: never)")
@@ -188,15 +187,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::optional<tern::net::Address> admin_address;
-  if (!config.admin.empty()) {
-    tern::Result<tern::net::Address> parsed = tern::net::Address::parse(config.admin, &why);
-    if (!parsed) {
-      std::fprintf(stderr, "tern-echo: --admin %s: %s\n", config.admin.c_str(),
-                   why.empty() ? parsed.error().message().c_str() : why.c_str());
-      return 2;
-    }
-    admin_address = *parsed;
-  }
+  if (!tern::tools::parse_admin_option("tern-echo", config.admin, admin_address)) return 2;
   if (config.buf < 64) config.buf = 64;
 
   // Signals go to the signalfd fiber, not to a random thread.
@@ -242,21 +233,16 @@ int main(int argc, char** argv) {
       return 1;
     }
     tern::net::AdminServer admin;
-    std::string admin_text;
-    if (admin_address) {
-      tern::Result<tern::net::Address> admin_bound = admin.start(*admin_address);
-      if (!admin_bound) {
-        std::fprintf(stderr, "tern-echo: cannot serve the admin endpoint on %s: %s\n",
-                     admin_address->to_string().c_str(), admin_bound.error().message().c_str());
-        server.stop(tern::deadline_after(0s));
-        return 1;
-      }
-      admin_text = ", admin " + admin_bound->to_string();
+    const std::optional<std::string> admin_text =
+        tern::tools::start_admin("tern-echo", admin, admin_address);
+    if (!admin_text) {
+      server.stop(tern::deadline_after(0s));
+      return 1;
     }
     std::printf("tern-echo: listening on %s (%zu workers, %s, %s, mode %s%s)\n",
                 bound->to_string().c_str(), tern::this_worker::count(),
                 std::string(tern::io::to_string(tern::io::current_backend())).c_str(),
-                config.accept.c_str(), config.mode.c_str(), admin_text.c_str());
+                config.accept.c_str(), config.mode.c_str(), admin_text->c_str());
     std::fflush(stdout);
     if (config.duration > 0) {
       tern::Fiber watcher = tern::spawn([] { wait_for_signal(); });

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "../common/admin_option.h"
 #include "../common/stop_signal.h"
 #include "benchmark_message.tern.h"
 #include "rpc_message.h"
@@ -55,9 +56,7 @@ int main(int argc, char** argv) {
   app.add_option("--io", config.io, "I/O backend: epoll, uring or auto")
       ->check(CLI::IsMember({"epoll", "uring", "auto"}))
       ->capture_default_str();
-  app.add_option("--admin", config.admin,
-                 "serve tern's admin endpoint (GET /metrics, /status) on HOST:PORT (port 0: the "
-                 "kernel picks; printed at the end of the first line as 'admin HOST:PORT')");
+  app.add_option("--admin", config.admin, tern::tools::kAdminOptionHelp);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -80,15 +79,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::optional<tern::net::Address> admin_address;
-  if (!config.admin.empty()) {
-    const tern::Result<tern::net::Address> parsed = tern::net::Address::parse(config.admin, &why);
-    if (!parsed) {
-      std::fprintf(stderr, "tern-rpc-server: --admin %s: %s\n", config.admin.c_str(),
-                   why.empty() ? parsed.error().message().c_str() : why.c_str());
-      return 2;
-    }
-    admin_address = *parsed;
-  }
+  if (!tern::tools::parse_admin_option("tern-rpc-server", config.admin, admin_address)) return 2;
 
   // The signals go to the fiber waiting on a signalfd, not to a random thread.
   tern::tools::block_stop_signals();
@@ -108,21 +99,16 @@ int main(int argc, char** argv) {
       return 1;
     }
     tern::net::AdminServer admin;
-    std::string admin_text;
-    if (admin_address) {
-      const tern::Result<tern::net::Address> admin_bound = admin.start(*admin_address);
-      if (!admin_bound) {
-        std::fprintf(stderr, "tern-rpc-server: cannot serve the admin endpoint on %s: %s\n",
-                     admin_address->to_string().c_str(), admin_bound.error().message().c_str());
-        server.stop(tern::deadline_after(0s));
-        return 1;
-      }
-      admin_text = ", admin " + admin_bound->to_string();
+    const std::optional<std::string> admin_text =
+        tern::tools::start_admin("tern-rpc-server", admin, admin_address);
+    if (!admin_text) {
+      server.stop(tern::deadline_after(0s));
+      return 1;
     }
     std::printf("tern-rpc-server: listening on %s (%zu workers, %s%s)\n",
                 bound->to_string().c_str(), tern::this_worker::count(),
                 std::string(tern::io::to_string(tern::io::current_backend())).c_str(),
-                admin_text.c_str());
+                admin_text->c_str());
     std::fflush(stdout);
     tern::tools::wait_for_stop_signal();
     const std::size_t cut = server.stop(tern::deadline_after(1s));
