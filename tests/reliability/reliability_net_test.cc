@@ -275,7 +275,7 @@ TEST(NetOutOfDescriptors, ServerCountsBacksOffKeepsServingAndRecovers) {
 
     // B: no descriptor for the spare either.
     hog.set_limit(listener_fd);
-    hog.release_lowest(1);  // a placeholder below the limit, for the client's socket
+    hog.release_lowest(1);  // one free descriptor below the limit, for the client's socket
     tern::Result<TcpStream> pending = TcpStream::connect(*bound, patience());
     ASSERT_TRUE(pending) << pending.error().message();
     ASSERT_TRUE(wait_for_condition(
