@@ -48,58 +48,11 @@ std::string backend() {
   return io != nullptr ? io : "auto";
 }
 
-// tern-rpc-server as a child process on 127.0.0.1, two workers, the backend under test; the
-// port read from the line it prints once it listens. Blocking calls: use it from the test's
-// thread or through tern::io::offload.
-class RpcServerProcess {
- public:
-  // Starts the server on `port` (0: the kernel picks).
-  explicit RpcServerProcess(int port) {
-    int out_fd = -1;
-    pid_ = tern::test::spawn_with_pipe({TERN_RPC_SERVER_BINARY, "--port", std::to_string(port),
-                                        "--threads", "2", "--io", backend()},
-                                       &out_fd);
-    if (pid_ < 0) return;
-    output_ = ::fdopen(out_fd, "r");
-    char line[512] = {};
-    if (std::fgets(line, sizeof line, output_) != nullptr) {
-      first_line_ = line;
-      const std::size_t at = first_line_.find("127.0.0.1:");
-      if (at != std::string::npos) port_ = std::atoi(first_line_.c_str() + at + 10);
-    }
-  }
-  ~RpcServerProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::kill(pid_, SIGCONT);  // in case a test left it stopped
-      tern::test::reap(pid_);
-    }
-    if (output_ != nullptr) std::fclose(output_);
-  }
-  RpcServerProcess(const RpcServerProcess&) = delete;
-  RpcServerProcess& operator=(const RpcServerProcess&) = delete;
-
-  // Kills the server with SIGKILL (no chance to close anything itself) and reaps it; its exit
-  // status.
-  int kill_now() {
-    ::kill(pid_, SIGKILL);
-    const int status = tern::test::reap(pid_);
-    pid_ = -1;
-    return status;
-  }
-
-  // Sends sig to the server (SIGSTOP freezes it, SIGCONT resumes it).
-  void signal(int sig) { ::kill(pid_, sig); }
-
-  int port() const { return port_; }
-  const std::string& first_line() const { return first_line_; }
-
- private:
-  pid_t pid_ = -1;
-  FILE* output_ = nullptr;
-  int port_ = 0;
-  std::string first_line_;
-};
+// tern-rpc-server as a child on `port` (0: the kernel picks), two workers, this run's backend.
+std::unique_ptr<tern::test::ServerProcess> start_rpc_server(int port) {
+  return std::make_unique<tern::test::ServerProcess>(std::vector<std::string>{
+      TERN_RPC_SERVER_BINARY, "--port", std::to_string(port), "--threads", "2", "--io", backend()});
+}
 
 // What the callers saw; touched only by fibers of worker 0.
 struct Load {
@@ -166,13 +119,13 @@ bool eventually(Pred pred, std::chrono::milliseconds limit = kPatience) {
 // tern-rpc-server, a Channel to it and caller fibers calling it without pause; `fault` runs on
 // worker 0 once calls flow (it may replace the server) and returns the server that should be
 // answering afterwards. Checks every call's outcome and time and that calls succeed afterwards.
-void under_load(const std::function<std::unique_ptr<RpcServerProcess>(
-                    std::unique_ptr<RpcServerProcess>, Load&)>& fault) {
+void under_load(const std::function<std::unique_ptr<tern::test::ServerProcess>(
+                    std::unique_ptr<tern::test::ServerProcess>, Load&)>& fault) {
   const int wanted = std::max(100, tern_test::scaled(2000));  // successful calls per phase
   tern::Runtime runtime({.workers = 1});
   runtime.run([&] {
-    std::unique_ptr<RpcServerProcess> server =
-        tern::io::offload([] { return std::make_unique<RpcServerProcess>(0); });
+    std::unique_ptr<tern::test::ServerProcess> server =
+        tern::io::offload([] { return start_rpc_server(0); });
     ASSERT_GT(server->port(), 0) << server->first_line();
     const int port = server->port();
 
@@ -238,7 +191,7 @@ void under_load(const std::function<std::unique_ptr<RpcServerProcess>(
 }
 
 TEST(RpcServerFaults, KilledWithSigkillAndRestartedOnTheSamePort) {
-  under_load([](std::unique_ptr<RpcServerProcess> server, Load& load) {
+  under_load([](std::unique_ptr<tern::test::ServerProcess> server, Load& load) {
     const int port = server->port();
     EXPECT_EQ(tern::io::offload([&] { return server->kill_now(); }), 128 + SIGKILL);
     // Every caller meets the dead server before it comes back.
@@ -247,15 +200,15 @@ TEST(RpcServerFaults, KilledWithSigkillAndRestartedOnTheSamePort) {
     })) << load.callers_failed.size()
         << " callers saw a call fail";
     EXPECT_GT(load.codes[StatusCode::unavailable], 0);
-    std::unique_ptr<RpcServerProcess> restarted =
-        tern::io::offload([port] { return std::make_unique<RpcServerProcess>(port); });
+    std::unique_ptr<tern::test::ServerProcess> restarted =
+        tern::io::offload([port] { return start_rpc_server(port); });
     EXPECT_EQ(restarted->port(), port) << restarted->first_line();
     return restarted;
   });
 }
 
 TEST(RpcServerFaults, FrozenWithSigstopCallsEndAtTheirDeadlineThenSucceed) {
-  under_load([](std::unique_ptr<RpcServerProcess> server, Load& load) {
+  under_load([](std::unique_ptr<tern::test::ServerProcess> server, Load& load) {
     server->signal(SIGSTOP);
     // The connections stay open but nothing answers: every caller's call ends at its deadline.
     EXPECT_TRUE(eventually([&] {

@@ -123,12 +123,24 @@ class ServerProcess {
   ~ServerProcess() {
     if (pid_ > 0) {
       ::kill(pid_, SIGTERM);
+      ::kill(pid_, SIGCONT);  // in case a test left it stopped
       reap(pid_);
     }
     if (output_ != nullptr) std::fclose(output_);
   }
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
+
+  // Kills the server with SIGKILL (no chance to close anything itself) and reaps it; its exit
+  // status.
+  int kill_now() {
+    ::kill(pid_, SIGKILL);
+    const int status = reap(pid_);
+    pid_ = -1;
+    return status;
+  }
+  // Sends sig to the server (SIGSTOP freezes it, SIGCONT resumes it).
+  void signal(int sig) { ::kill(pid_, sig); }
 
   pid_t pid() const { return pid_; }
   int port() const { return port_; }
