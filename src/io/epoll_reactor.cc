@@ -129,8 +129,9 @@ class EpollReactor final : public Reactor {
       tern::detail::withdraw(queue, waiter);
       return fail(result);
     }
+    // `state` may be gone: the descriptor can be closed between the wake and this fiber's
+    // turn. dispatch() has cleared `drained` for the edge that woke it.
     if (waiter.closed) return fail(std::errc::operation_canceled);
-    if (!writable) state.drained = false;  // an edge arrived: the next recv must try
     return {};
   }
 
@@ -224,6 +225,7 @@ class EpollReactor final : public Reactor {
     FdState& state = *states_[fd];
     if (event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) state.irregular = true;
     if (event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+      state.drained = false;  // an edge arrived: the next recv must try
       if (!wake_waiters(state.readers)) state.readable = true;
     }
     if (event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {

@@ -123,6 +123,7 @@ class UringReactor final : public Reactor {
   Result<int> accept(int fd, sockaddr* peer, socklen_t* length, Deadline deadline) override {
     if (!multishot_accept_) return accept_once(fd, peer, length, deadline);
     AcceptStream& stream = accept_stream(fd);
+    const AcceptStream* const mine = &stream;
     for (;;) {
       if (!stream.ready.empty()) {
         const int accepted = stream.ready.front();
@@ -143,6 +144,9 @@ class UringReactor final : public Reactor {
         return fail(result);
       }
       if (waiter.closed) return fail(std::errc::operation_canceled);
+      // Woken by a connection, the listener may still have been closed before this fiber's
+      // turn: its stream is retired (or freed), and waiting on it again would never end.
+      if (find_accept_stream(fd) != mine) return fail(std::errc::operation_canceled);
     }
   }
   Result<void> connect(int fd, const sockaddr* address, socklen_t length,
@@ -184,6 +188,12 @@ class UringReactor final : public Reactor {
     });
     if (!accepted) return fail(accepted.error());
     return static_cast<int>(*accepted);
+  }
+
+  // The live accept stream of listener fd, or nullptr.
+  const AcceptStream* find_accept_stream(int fd) const {
+    const auto found = accept_streams_.find(fd);
+    return found != accept_streams_.end() ? found->second.get() : nullptr;
   }
 
   AcceptStream& accept_stream(int fd) {

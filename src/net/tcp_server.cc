@@ -180,7 +180,9 @@ std::size_t TcpServer::stop(Deadline grace) {
   for (auto& state : shared_->workers) {
     if (!state->listener.is_open()) continue;
     WorkerState* worker = state.get();
-    (void)tern::post(worker->index, [worker] { worker->listener.close(); });
+    // The acceptor may have left its loop on its own (it saw `stopping`), so stop() may return
+    // before this runs: the closure holds the state alive.
+    (void)tern::post(worker->index, [keep = shared_, worker] { worker->listener.close(); });
   }
   wait_all(shared_->acceptors);
   std::size_t cut = 0;

@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "net_test_util.h"
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
@@ -250,6 +252,40 @@ TEST(TcpServer, AClientThatNeverReadsParksItsHandlerAndNothingPilesUp) {
     }
     EXPECT_EQ(server.stats().open, 0u) << "closing the hog ends its handler's write";
     EXPECT_EQ(server.stop(tern::deadline_after(10s)), 0u);
+  });
+}
+
+TEST(TcpServer, StopAndDestroyWhileClientsKeepConnecting) {
+  // Each acceptor may leave its loop on its own, right after an accept, before the listener
+  // close that stop() posted to its worker has run; the server is destroyed at once after
+  // stop(), and that close must still find its state (the sanitizer builds check).
+  tern::Runtime runtime({.workers = 2});
+  runtime.run([] {
+    for (int round = 0; round < tern_test::scaled(40); ++round) {
+      std::atomic<bool> clients_done{false};
+      std::atomic<int> accepted{0};
+      tern::WaitGroup clients;
+      std::optional<Address> bound;
+      {
+        TcpServer server({}, [&](TcpStream&) { accepted++; });
+        tern::Result<Address> started = server.start(Address::loopback(0));
+        ASSERT_TRUE(started) << started.error().message();
+        bound = *started;
+        for (std::size_t worker = 0; worker < 2; ++worker) {
+          clients.add();
+          (void)tern::post(worker, [&] {
+            while (!clients_done.load()) {
+              (void)TcpStream::connect(*bound, tern::deadline_after(5s));
+            }
+            clients.done();
+          });
+        }
+        ASSERT_TRUE(tern_test::wait_for_condition([&] { return accepted.load() >= 4; }));
+        (void)server.stop(tern::deadline_after(1s));
+      }
+      clients_done = true;
+      ASSERT_TRUE(clients.wait_for(30s));
+    }
   });
 }
 
