@@ -9,9 +9,11 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,8 @@
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include "gtest/gtest.h"
 
 extern char** environ;
 
@@ -104,53 +108,146 @@ inline ToolRun run_tool(std::vector<std::string> args,
   return run;
 }
 
+// Waits up to `limit` for pid to exit (through a pidfd, no polling); true once it has. The
+// child stays unreaped.
+inline bool wait_exit(pid_t pid, std::chrono::milliseconds limit) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return true;  // already reaped, or no pidfd: reap() decides
+  pollfd p = {pidfd, POLLIN, 0};
+  int ready = 0;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    ready = ::poll(&p, 1, static_cast<int>(std::max<long long>(left.count(), 0)));
+    if (ready >= 0 || errno != EINTR) break;
+  }
+  ::close(pidfd);
+  return ready > 0;
+}
+
+// Prints what every thread of pid is doing to stderr, for a process that hangs: each thread's
+// state and kernel wait channel from /proc, then the user-space stacks (gdb in batch mode).
+inline void dump_stacks(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const std::string command =
+      "for t in " + proc + "/task/*; do echo \"thread $(basename $t) $(cat $t/comm):" +
+      " $(grep State: $t/status) wchan=$(cat $t/wchan)\"; cat $t/stack 2>/dev/null; done 1>&2;" +
+      " gdb -p " + std::to_string(pid) + " -batch -nx -ex 'thread apply all bt' </dev/null 1>&2";
+  std::fprintf(stderr, "what the hung process %d does:\n", static_cast<int>(pid));
+  std::fflush(stderr);
+  (void)std::system(command.c_str());
+}
+
 // A server process that prints "...listening on 127.0.0.1:PORT..." on its first line; SIGTERM
-// and reaped on destruction.
+// and reaped on destruction. Every wait has a deadline: a server that does not print its line
+// or does not exit on SIGTERM in time fails the test, has its stacks dumped, and is killed.
 class ServerProcess {
  public:
+  static constexpr std::chrono::seconds kPatience{60};
+
   explicit ServerProcess(std::vector<std::string> args) {
-    int out_fd = -1;
-    pid_ = spawn_with_pipe(std::move(args), &out_fd);
+    pid_ = spawn_with_pipe(std::move(args), &output_);
     if (pid_ < 0) return;
-    output_ = ::fdopen(out_fd, "r");
-    char line[512] = {};
-    if (std::fgets(line, sizeof line, output_) != nullptr) {
-      first_line_ = line;
-      const std::size_t at = first_line_.find("127.0.0.1:");
-      if (at != std::string::npos) port_ = std::atoi(first_line_.c_str() + at + 10);
-    }
+    first_line_ = read_first_line();
+    const std::size_t at = first_line_.find("127.0.0.1:");
+    if (at != std::string::npos) port_ = std::atoi(first_line_.c_str() + at + 10);
   }
   ~ServerProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::kill(pid_, SIGCONT);  // in case a test left it stopped
-      reap(pid_);
-    }
-    if (output_ != nullptr) std::fclose(output_);
+    (void)stop();
+    if (output_ >= 0) ::close(output_);
   }
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
+  // Sends SIGTERM, waits for the exit and returns the exit status (0: a clean shutdown).
+  int stop() { return finish(true); }
+  // Waits for the server to exit by itself and returns its exit status.
+  int wait() { return finish(false); }
   // Kills the server with SIGKILL (no chance to close anything itself) and reaps it; its exit
   // status.
   int kill_now() {
     ::kill(pid_, SIGKILL);
-    const int status = reap(pid_);
-    pid_ = -1;
-    return status;
+    return finish(false);
   }
   // Sends sig to the server (SIGSTOP freezes it, SIGCONT resumes it).
-  void signal(int sig) { ::kill(pid_, sig); }
+  void signal(int sig) {
+    if (sig == SIGSTOP || sig == SIGCONT) stopped_ = sig == SIGSTOP;
+    ::kill(pid_, sig);
+  }
 
   pid_t pid() const { return pid_; }
   int port() const { return port_; }
   const std::string& first_line() const { return first_line_; }
+  // The last line the server printed (known once it has exited).
+  const std::string& last_line() const { return last_line_; }
 
  private:
+  int finish(bool terminate) {
+    if (pid_ <= 0) return exit_status_;
+    if (terminate) {
+      // Resume a server the test left stopped first, never after SIGTERM: a SIGCONT that lands
+      // while the exiting server is being ptrace-attached (LeakSanitizer's exit-time check
+      // stops every thread that way) discards the attach's SIGSTOP, and the check waits forever.
+      if (stopped_) ::kill(pid_, SIGCONT);
+      ::kill(pid_, SIGTERM);
+    }
+    if (!wait_exit(pid_, kPatience))
+      give_up(terminate ? "did not exit within 60 s of SIGTERM" : "did not exit within 60 s");
+    exit_status_ = reap(pid_);
+    pid_ = -1;
+    read_last_line();
+    return exit_status_;
+  }
+
+  // Reads what the exited server left in the pipe, keeping its last line.
+  void read_last_line() {
+    std::string rest;
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(output_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      rest.append(buf, static_cast<std::size_t>(n));
+    }
+    while (!rest.empty() && rest.back() == '\n') rest.pop_back();
+    last_line_ = rest.substr(rest.rfind('\n') == std::string::npos ? 0 : rest.rfind('\n') + 1);
+  }
+
+  // The server's first line of output, read within kPatience ("" if it exits or stalls first).
+  std::string read_first_line() {
+    std::string line;
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd p = {output_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) == 0) {
+        give_up("printed no first line within 60 s (so far: \"" + line + "\")");
+        return line;
+      }
+      char c = 0;
+      const ssize_t n = ::read(output_, &c, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0 || c == '\n') return line;
+      line.push_back(c);
+    }
+  }
+
+  // Fails the test naming the stalled wait, dumps the server's stacks and kills it.
+  void give_up(const std::string& what) {
+    ADD_FAILURE() << "server process " << pid_ << " " << what;
+    dump_stacks(pid_);
+    ::kill(pid_, SIGKILL);
+  }
+
   pid_t pid_ = -1;
-  FILE* output_ = nullptr;
+  int output_ = -1;
   int port_ = 0;
+  int exit_status_ = -1;
+  bool stopped_ = false;  // the test sent SIGSTOP and no SIGCONT yet
   std::string first_line_;
+  std::string last_line_;
 };
 
 }  // namespace tern::test

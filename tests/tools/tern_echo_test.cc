@@ -1,13 +1,8 @@
 // tern-echo end to end: the real binary on a kernel-chosen port, every mode, under the backend
 // named by TERN_IO; stopped with SIGTERM.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -16,75 +11,29 @@
 #include "tern/fiber/runtime.h"
 #include "tern/io/offload.h"
 #include "tern/net/tcp_stream.h"
+#include "tern_bench_process.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 using tern::net::TcpStream;
 
+// The command line of a tern-echo on a kernel-chosen port with 2 workers, under TERN_IO's
+// backend unless args name one.
+std::vector<std::string> echo_command(std::vector<std::string> args) {
+  const char* backend = std::getenv("TERN_IO");
+  bool has_io = false;
+  for (const std::string& a : args) has_io = has_io || a.starts_with("--io");
+  if (!has_io) args.insert(args.begin(), {"--io", backend != nullptr ? backend : "auto"});
+  args.insert(args.begin(), {TERN_ECHO_BINARY, "--port", "0", "--threads", "2"});
+  return args;
+}
+
 // A running tern-echo process; SIGTERM and reaped on destruction.
-class EchoServer {
+class EchoServer : public tern::test::ServerProcess {
  public:
-  explicit EchoServer(std::vector<std::string> args) {
-    const char* backend = std::getenv("TERN_IO");
-    bool has_io = false;
-    for (const std::string& a : args) has_io = has_io || a.starts_with("--io");
-    if (!has_io) args.insert(args.begin(), {"--io", backend != nullptr ? backend : "auto"});
-    args.insert(args.begin(), {TERN_ECHO_BINARY, "--port", "0", "--threads", "2"});
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    int out[2];
-    EXPECT_EQ(::pipe(out), 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    EXPECT_EQ(::posix_spawn(&pid_, TERN_ECHO_BINARY, &actions, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(out[1]);
-    output_ = ::fdopen(out[0], "r");
-    char line[256] = {};
-    // "tern-echo: listening on 127.0.0.1:PORT (...)"
-    if (std::fgets(line, sizeof line, output_) != nullptr) {
-      first_line_ = line;
-      const std::size_t colon = first_line_.find("127.0.0.1:");
-      if (colon != std::string::npos) port_ = std::atoi(first_line_.c_str() + colon + 10);
-    }
-  }
-  ~EchoServer() { stop(); }
-
-  // Sends SIGTERM and returns the exit status (0: a clean shutdown).
-  int stop() { return reap(true); }
-  // Waits for the process to exit by itself and returns its exit status.
-  int wait() { return reap(false); }
-
- private:
-  int reap(bool terminate) {
-    if (pid_ <= 0) return exit_status_;
-    if (terminate) ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = 0;
-    char line[256];
-    while (std::fgets(line, sizeof line, output_) != nullptr) last_line_ = line;
-    std::fclose(output_);
-    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return exit_status_;
-  }
-
- public:
-  int port() const { return port_; }
-  const std::string& first_line() const { return first_line_; }
-  const std::string& last_line() const { return last_line_; }
-
- private:
-  pid_t pid_ = 0;
-  FILE* output_ = nullptr;
-  int port_ = 0;
-  int exit_status_ = -1;
-  std::string first_line_;
-  std::string last_line_;
+  explicit EchoServer(std::vector<std::string> args)
+      : ServerProcess(echo_command(std::move(args))) {}
 };
 
 // Runs fn(stream) on a one-worker runtime connected to the server.

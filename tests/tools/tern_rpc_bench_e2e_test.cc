@@ -123,27 +123,16 @@ TEST(TernRpcBench, ClientsSharingTwoConnections) {
 
 TEST(TernRpcBench, TheServerAnswersEveryCallAndStopsCleanly) {
   // -n 1000 over -c 7: the remainder is spread, and the server counts exactly 1000 calls.
-  int out_fd = -1;
-  const pid_t pid = spawn_with_pipe(
-      {TERN_RPC_SERVER_BINARY, "--port", "0", "--threads", "1", "--io", backend()}, &out_fd);
-  ASSERT_GT(pid, 0);
-  FILE* out = ::fdopen(out_fd, "r");
-  char line[512] = {};
-  ASSERT_NE(std::fgets(line, sizeof line, out), nullptr);
-  const std::string first(line);
-  const std::size_t at = first.find("127.0.0.1:");
-  ASSERT_NE(at, std::string::npos) << first;
-  const int port = std::atoi(first.c_str() + at + 10);
-  const ToolRun run = rpc_bench(port, {"-c", "7", "-n", "1000"});
+  ServerProcess server(
+      {TERN_RPC_SERVER_BINARY, "--port", "0", "--threads", "1", "--io", backend()});
+  ASSERT_GT(server.port(), 0) << server.first_line();
+  const ToolRun run = rpc_bench(server.port(), {"-c", "7", "-n", "1000"});
   const Json r = report_of(run);
   expect_verified_calls(run, r, 1000);
-  ::kill(pid, SIGTERM);
-  std::string rest;
-  while (std::fgets(line, sizeof line, out) != nullptr) rest += line;
-  std::fclose(out);
-  EXPECT_EQ(reap(pid), 0) << rest;
-  EXPECT_NE(rest.find("stopped; 1000 calls served (0 failed, 0 rejected)"), std::string::npos)
-      << rest;
+  EXPECT_EQ(server.stop(), 0) << server.last_line();
+  EXPECT_NE(server.last_line().find("stopped; 1000 calls served (0 failed, 0 rejected)"),
+            std::string::npos)
+      << server.last_line();
 }
 
 TEST(TernRpcBench, ADurationCapEndsTheRunEarly) {

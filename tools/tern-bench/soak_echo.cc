@@ -145,13 +145,34 @@ bool wait_for_server_fds(pid_t pid, std::uint64_t expected, Deadline deadline) {
   }
 }
 
+// The server's open descriptors now; none without --server-pid or when /proc cannot tell.
+std::optional<std::uint64_t> server_fds(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+  Result<std::uint64_t> fds = count_open_fds(pid);
+  return fds ? std::optional<std::uint64_t>(*fds) : std::nullopt;
+}
+
+// The descriptors the server holds once it has accepted `opened` connections on top of
+// `before`: one less, because `before` may count the admin endpoint's connection of the
+// baseline reading, not yet closed on the server's side.
+std::uint64_t fds_with(std::uint64_t before, std::uint64_t opened) { return before + opened - 1; }
+
 }  // namespace
 
 void run_echo_scenario(SoakContext& c) {
   StreamRun run(c);
+  const std::optional<std::uint64_t> fds_before = server_fds(c.o.net.server_pid);
   c.monitor.set_phase("connect");
   open_all(run, c.o.connections, "soak-echo", echo_connection);
   const std::uint64_t opened = run.opened_total();
+  // A connect completes in the kernel's accept queue: the load starts once the server has
+  // accepted them all, so that its samples see every connection.
+  if (fds_before && opened > 0 &&
+      !wait_for_server_fds(c.o.net.server_pid, fds_with(*fds_before, opened), c.io_deadline()))
+    c.report.notes.push_back(fmt::format(
+        "the server's descriptors never reached {} within --timeout: the load started before it "
+        "had accepted every connection",
+        fds_with(*fds_before, opened)));
   const double elapsed = run_timed_load(c, run.go, run.end, run.finished);
   c.monitor.set_phase("closed");
 
@@ -176,11 +197,10 @@ void run_echo_scenario(SoakContext& c) {
 void run_idle_scenario(SoakContext& c) {
   const pid_t pid = c.o.net.server_pid;
   std::optional<std::uint64_t> rss_before;
-  std::optional<std::uint64_t> fds_before;
   if (pid > 0) {
     if (Result<std::uint64_t> rss = read_rss_kib(pid)) rss_before = *rss;
-    if (Result<std::uint64_t> fds = count_open_fds(pid)) fds_before = *fds;
   }
+  const std::optional<std::uint64_t> fds_before = server_fds(pid);
   StreamRun run(c);
   c.monitor.set_phase("connect");
   const Clock::time_point open_start = Clock::now();
@@ -189,19 +209,16 @@ void run_idle_scenario(SoakContext& c) {
   const std::uint64_t opened = run.opened_total();
   c.monitor.set_phase("hold");
   c.monitor.mark_load_start();
-  // The first count may include the admin endpoint's connection of the baseline reading, not
-  // yet closed on the server's side: one descriptor less is enough.
-  const std::uint64_t expected_fds = fds_before ? *fds_before + opened - 1 : 0;
+  const std::uint64_t expected_fds = fds_before ? fds_with(*fds_before, opened) : 0;
   bool all_accepted = true;
   if (pid > 0 && fds_before && opened > 0)
     all_accepted = wait_for_server_fds(pid, expected_fds, c.io_deadline());
   (void)this_fiber::sleep_for(seconds(c.o.hold_s));
   std::optional<std::uint64_t> rss_after;
-  std::optional<std::uint64_t> fds_after;
   if (pid > 0) {
     if (Result<std::uint64_t> rss = read_rss_kib(pid)) rss_after = *rss;
-    if (Result<std::uint64_t> fds = count_open_fds(pid)) fds_after = *fds;
   }
+  const std::optional<std::uint64_t> fds_after = server_fds(pid);
   c.monitor.mark_load_end();
   c.monitor.set_phase("verify");
   run.go.set();
