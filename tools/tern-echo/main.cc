@@ -1,7 +1,4 @@
 // tern-echo: one server for every seed benchmark's load pattern (see --help).
-#include <signal.h>
-#include <sys/signalfd.h>
-
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
@@ -12,6 +9,7 @@
 
 #include "../common/admin_option.h"
 #include "../common/header16.h"
+#include "../common/stop_signal.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
@@ -109,19 +107,6 @@ void frame16_stream(tern::net::TcpStream& stream, std::size_t buf_size, std::siz
   }
 }
 
-// Waits for SIGINT or SIGTERM (blocked in every thread) without blocking the worker.
-void wait_for_signal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  const int fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (fd < 0) return;
-  signalfd_siginfo info;
-  (void)tern::io::read(fd, std::as_writable_bytes(std::span(&info, 1)));
-  tern::io::close(fd);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -191,11 +176,7 @@ int main(int argc, char** argv) {
   if (config.buf < 64) config.buf = 64;
 
   // Signals go to the signalfd fiber, not to a random thread.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  tern::tools::block_stop_signals();
 
   tern::Runtime runtime({.workers = config.threads, .make_parker = tern::io::reactors(*backend)});
   return runtime.run([&]() -> int {
@@ -245,12 +226,12 @@ int main(int argc, char** argv) {
                 config.accept.c_str(), config.mode.c_str(), admin_text->c_str());
     std::fflush(stdout);
     if (config.duration > 0) {
-      tern::Fiber watcher = tern::spawn([] { wait_for_signal(); });
+      tern::Fiber watcher = tern::spawn([] { tern::tools::wait_for_stop_signal(); });
       (void)tern::this_fiber::sleep_for(std::chrono::duration<double>(config.duration));
       watcher.interrupt();
       watcher.join();
     } else {
-      wait_for_signal();
+      tern::tools::wait_for_stop_signal();
     }
     const std::size_t cut = server.stop(tern::deadline_after(1s));
     admin.stop();
