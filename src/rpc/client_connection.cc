@@ -109,6 +109,7 @@ bool ClientConnection::serve() {
   frames_received_ = 0;
   pings_sent_ = 0;
   last_pong_ = 0;
+  dropped_because_.clear();
   ++channel_.stats.connects;
   set_state(State::ready);
   serving_ = true;
@@ -149,6 +150,8 @@ bool ClientConnection::serve() {
     }
   }
   serving_ = false;
+  // The read ended because this side shut the socket down (no pong), not the server.
+  if (!dropped_because_.empty()) reason = dropped_because_;
   const bool lost = !closing_;
   const bool told_to_go = state_ == State::draining;
   if (lost) {
@@ -323,6 +326,7 @@ void ClientConnection::ping_loop() {
     if (last_pong_ < sent && state_ == State::ready) {
       TERN_LOG_WARN("rpc: no pong from {} within {} ms; reconnecting", endpoint_.name,
                     timeout.count());
+      dropped_because_ = fmt::format("no pong within {} ms", timeout.count());
       shut_down();
       return;
     }

@@ -126,6 +126,7 @@ class ClientConnection {
   std::uint64_t last_pong_ = 0;        // the highest ping id answered on it
   std::uint64_t frames_received_ = 0;  // on the current connection
   std::string last_error_;
+  std::string dropped_because_;  // why this side dropped the current connection, if it did
   std::uint64_t random_;
   Fiber manager_;
   std::uint64_t manager_id_ = 0;

@@ -929,6 +929,17 @@ TEST(ChannelFaults, ServerThatNeverAnswersPingsIsDroppedAndReconnected) {
     tern::rpc::Result<Channel> channel = Channel::open(address.to_string(), std::move(options));
     ASSERT_TRUE(channel) << channel.error().to_string();
 
+    // The server never answers: the call fails when the channel drops the connection, and the
+    // status says why (this side gave up on pongs, not "closed by the server").
+    fault::FaultClient client(*channel);
+    ClientContext context;
+    context.set_timeout(kPatience);
+    tern::rpc::Result<fault::EchoReply> reply = client.Echo(context, echo_request("unanswered"));
+    ASSERT_FALSE(reply);
+    EXPECT_EQ(reply.error().code(), StatusCode::unavailable) << reply.error().to_string();
+    EXPECT_NE(reply.error().message().find("no pong within 50 ms"), std::string::npos)
+        << reply.error().to_string();
+
     ASSERT_TRUE(eventually([&] { return ended[0] && ended[1]; }))
         << "the channel closed the silent connections";
     EXPECT_GE(pings[0], 1);
