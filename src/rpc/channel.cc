@@ -7,6 +7,7 @@
 
 #include "client_connection.h"
 #include "load_balancer.h"
+#include "protobuf_log.h"
 #include "tern/fiber/runtime.h"
 #include "tern/net/address.h"
 
@@ -50,6 +51,7 @@ Result<std::vector<net::Address>> addresses_of(std::string_view target) {
 }  // namespace
 
 Result<Channel> Channel::open(std::string_view targets, ChannelOptions options) {
+  detail::route_protobuf_logs();
   auto impl = std::make_unique<Impl>();
   impl->owner_worker = this_worker::index();
   impl->limits.max_frame_size = options.max_frame_size;

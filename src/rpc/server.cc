@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "protobuf_log.h"
 #include "server_connection.h"
 #include "server_state.h"
 #include "tern/base/assert.h"
@@ -36,6 +37,7 @@ Server::Server(ServerOptions options)
   state_->options = options_;
   state_->limits.max_frame_size = options_.max_frame_size;
   state_->limits.max_metadata_size = options_.max_metadata_size;
+  detail::route_protobuf_logs();
 }
 
 Server::~Server() {

@@ -1,8 +1,9 @@
 // tern::rpc under faults, over real loopback sockets and under the backend TERN_IO names: a client
 // that resets (RST) in the middle of a request frame and a server connection that resets in the
 // middle of a reply (both cut by a proxy between a real Channel and a real Server), a client out
-// of file descriptors, and a handler that blocks its worker's thread for a second while the other
-// worker keeps serving and the loop profiler records the stall.
+// of file descriptors, a handler that blocks its worker's thread for a second while the other
+// worker keeps serving and the loop profiler records the stall, and protobuf's own complaints
+// (a string that is not UTF-8) logged through tern::log.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -229,6 +230,32 @@ TEST(RpcReset, ClientResetInTheMiddleOfARequestIsLoggedCountedAndClosed) {
     EXPECT_TRUE(log.has_line({"WARN", "middle of a frame"})) << log.text();
     good.expect_flowing();
     good.finish();
+  });
+}
+
+TEST(RpcProtobufLog, ProtobufsOwnComplaintsGoToTernLog) {
+  tern_test::LogCapture log;
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([&] {
+    Served served;
+    std::optional<Channel> channel;
+    ASSERT_NO_FATAL_FAILURE(open_connected(channel, served.address.to_string()));
+    rel::ReliabilityClient client(*channel);
+    // A proto3 string that is not UTF-8: protobuf complains when the client encodes it and
+    // refuses to decode it on the server.
+    rel::Request bad = request("p");
+    bad.set_note("\xff\xfe not UTF-8");
+    ClientContext context;
+    context.set_timeout(kPatience);
+    tern::rpc::Result<rel::Reply> reply = client.Echo(context, bad);
+    ASSERT_FALSE(reply);
+    EXPECT_EQ(reply.error().code(), StatusCode::invalid_argument) << reply.error().to_string();
+    EXPECT_TRUE(log.has_line({"ERROR", "protobuf (", "invalid UTF-8"})) << log.text();
+    // The connection is fine: the next call succeeds.
+    ClientContext next;
+    next.set_timeout(kPatience);
+    EXPECT_TRUE(client.Echo(next, request("after")));
+    channel->close();
   });
 }
 
