@@ -24,6 +24,10 @@ SOURCES = $(shell git ls-files '*.h' '*.cc' 2>/dev/null)
 setup:
 	@bash scripts/setup
 
+# clang 19's ASan does not find Debian's llvm-symbolizer by itself: name it, so that ASan and
+# libFuzzer reports show functions and lines.
+export ASAN_SYMBOLIZER_PATH ?= $(shell command -v llvm-symbolizer 2>/dev/null)
+
 define build_and_test
 	cmake -S . -B $(1) $(GENERATOR) $(2)
 	cmake --build $(1) -j $(JOBS)
