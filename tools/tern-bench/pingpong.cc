@@ -57,9 +57,7 @@ struct Run {
   Meter meter;
   LatencyRecorder latency;
   std::vector<SessionResult> results;
-  WaitGroup connected;
-  WaitGroup finished;
-  Event go;
+  LoadGate gate;
   Clock::time_point start{};
   Deadline window_end{};
 };
@@ -106,12 +104,12 @@ void run_session(Run& run, std::size_t index) {
   Result<net::TcpStream> stream = net::TcpStream::connect(run.address, run.io_deadline());
   if (!stream) {
     failed("connect: " + stream.error().message());
-    run.connected.done();
+    run.gate.connected.done();
     return;
   }
   (void)stream->set_nodelay();
-  run.connected.done();
-  if (!run.go.wait()) return failed("canceled before the start");
+  run.gate.connected.done();
+  if (!run.gate.go.wait()) return failed("canceled before the start");
   std::vector<std::byte> buf = run.pattern;
   TripClock trips;
   trips.wrote(buf.size(), Clock::now());
@@ -194,21 +192,13 @@ int run_pingpong(const PingpongOptions& o) {
   Runtime runtime(client_runtime(o.net.workers, o.net.io));
   runtime.run([&] {
     backend = std::string(io::to_string(io::current_backend()));
-    run.connected.add(o.sessions);
-    run.finished.add(o.sessions);
-    spread_fibers(o.sessions, "pingpong", [&run](std::size_t i) {
-      run_session(run, i);
-      run.finished.done();
-    });
-    (void)run.connected.wait();
-    run.start = Clock::now();
-    run.window_end = run.start + seconds(o.net.duration_s);
-    cpu.start();
-    progress.start();
-    run.go.set();
-    (void)run.finished.wait();
-    progress.stop();
-    cpu.stop(report);
+    run_gated_load(
+        run.gate, o.sessions, "pingpong", [&run](std::size_t i) { run_session(run, i); },
+        [&](Clock::time_point now) {
+          run.start = now;
+          run.window_end = now + seconds(o.net.duration_s);
+        },
+        cpu, progress, report);
   });
 
   std::uint64_t total = 0;

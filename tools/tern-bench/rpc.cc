@@ -93,9 +93,7 @@ struct Run {
   std::vector<Clock::time_point> ends;  // per worker: its last reply
   WaitGroup channels_open;              // each channel connected, or gave up
   WaitGroup channels_closed;
-  WaitGroup clients_ready;
-  WaitGroup clients_done;
-  Event go;
+  LoadGate clients;  // the callers: ready (connected), released, done
   Clock::time_point start{};
   Deadline cap = kNoDeadline;
 };
@@ -129,8 +127,8 @@ void run_client(Run& run, std::size_t i) {
   fill_rpc_request(request);
   BenchmarkMessage reply;
   rpc::ClientContext context;
-  run.clients_ready.done();
-  (void)run.go.wait();
+  run.clients.connected.done();
+  (void)run.clients.go.wait();
   const std::uint64_t quota = run.quota(i);
   if (!slot.channel) {
     // A channel that did not open: its calls are not made, each counts as failed.
@@ -162,7 +160,6 @@ void run_client(Run& run, std::size_t i) {
     }
   }
   slot.users.done();
-  run.clients_done.done();
 }
 
 int run_rpc(const RpcOptions& o) {
@@ -188,19 +185,14 @@ int run_rpc(const RpcOptions& o) {
     for (std::size_t i = 0; i < o.concurrency; ++i) run.channels[run.channel_of(i)]->users.add();
     spread_fibers(run.channel_count, "rpc-channel", [&run](std::size_t j) { run_channel(run, j); });
     (void)run.channels_open.wait();
-    run.clients_ready.add(o.concurrency);
-    run.clients_done.add(o.concurrency);
-    spread_fibers(o.concurrency, "rpc-client", [&run](std::size_t i) { run_client(run, i); });
-    (void)run.clients_ready.wait();
-    run.start = Clock::now();
-    if (o.net.duration_s > 0) run.cap = run.start + seconds(o.net.duration_s);
-    for (Clock::time_point& end : run.ends) end = run.start;
-    cpu.start();
-    progress.start();
-    run.go.set();
-    (void)run.clients_done.wait();
-    progress.stop();
-    cpu.stop(report);
+    run_gated_load(
+        run.clients, o.concurrency, "rpc-client", [&run](std::size_t i) { run_client(run, i); },
+        [&](Clock::time_point now) {
+          run.start = now;
+          if (o.net.duration_s > 0) run.cap = now + seconds(o.net.duration_s);
+          for (Clock::time_point& end : run.ends) end = now;
+        },
+        cpu, progress, report);
     (void)run.channels_closed.wait();
   });
 

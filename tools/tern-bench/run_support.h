@@ -9,9 +9,12 @@
 
 #include "cpu.h"
 #include "options.h"
+#include "progress.h"
 #include "report.h"
+#include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
+#include "tern/fiber/wait_group.h"
 
 // What every mode does around its load: the file limit, the client runtime, the report's
 // common fields, the CPU meters. From the thread that runs the mode unless noted.
@@ -53,6 +56,38 @@ void spread_fibers(std::size_t n, std::string_view name, Fn fn) {
     });
     if (!posted) throw std::runtime_error("a worker of the client runtime refused work");
   }
+}
+
+// Where a mode's connection fibers and its driver meet: each fiber marks `connected` once its
+// connection is up (or has failed), waits for `go`, and marks `finished` at its end (the driver
+// does that for it, see run_gated_load). Any fiber of the client runtime.
+struct LoadGate {
+  WaitGroup connected;
+  WaitGroup finished;
+  Event go;
+};
+
+// Runs body(i) for every i in [0, count) through `gate`, as fibers named `name` spread over the
+// workers: once all have connected, calls opened(now) (the measuring window starts there),
+// starts `cpu` and `progress` and releases the fibers; once all have finished, stops
+// `progress` and puts the CPU figures into `report`. From a worker fiber.
+template <typename Body, typename Opened>
+void run_gated_load(LoadGate& gate, std::size_t count, std::string_view name, Body body,
+                    Opened opened, CpuWindow& cpu, Progress& progress, Report& report) {
+  gate.connected.add(count);
+  gate.finished.add(count);
+  spread_fibers(count, name, [&gate, body](std::size_t i) {
+    body(i);
+    gate.finished.done();
+  });
+  (void)gate.connected.wait();
+  opened(Clock::now());
+  cpu.start();
+  progress.start();
+  gate.go.set();
+  (void)gate.finished.wait();
+  progress.stop();
+  cpu.stop(report);
 }
 
 // Pins the calling thread to one CPU (cpu < 0: leaves it alone); false if the kernel refuses.

@@ -72,9 +72,7 @@ struct Run {
   Meter meter;
   LatencyRecorder latency;
   std::vector<ConnectionResult> results;
-  WaitGroup connected;
-  WaitGroup finished;
-  Event go;
+  LoadGate gate;
   Clock::time_point start{};
   Deadline window_end = kNoDeadline;
 };
@@ -342,12 +340,12 @@ void run_connection(Run& run, std::size_t index) {
   Result<net::TcpStream> stream = net::TcpStream::connect(run.address, run.io_deadline());
   if (!stream) {
     fail_connection(run, result, "connect: " + stream.error().message());
-    run.connected.done();
+    run.gate.connected.done();
     return;
   }
   (void)stream->set_nodelay();
-  run.connected.done();
-  if (!run.go.wait()) return fail_connection(run, result, "canceled before the start");
+  run.gate.connected.done();
+  if (!run.gate.go.wait()) return fail_connection(run, result, "canceled before the start");
   const std::uint64_t quota = run.quota(index);
   if (run.cmd == Command::echo) {
     if (run.o.sync) return run_sync_echo(run, *stream, result, quota);
@@ -383,21 +381,13 @@ int run_traffic(const TrafficOptions& o) {
   Runtime runtime(client_runtime(o.net.workers, o.net.io));
   runtime.run([&] {
     backend = std::string(io::to_string(io::current_backend()));
-    run.connected.add(o.connections);
-    run.finished.add(o.connections);
-    spread_fibers(o.connections, "traffic", [&run](std::size_t i) {
-      run_connection(run, i);
-      run.finished.done();
-    });
-    (void)run.connected.wait();
-    run.start = Clock::now();
-    run.window_end = o.net.duration_s > 0 ? run.start + seconds(o.net.duration_s) : kNoDeadline;
-    cpu.start();
-    progress.start();
-    run.go.set();
-    (void)run.finished.wait();
-    progress.stop();
-    cpu.stop(report);
+    run_gated_load(
+        run.gate, o.connections, "traffic", [&run](std::size_t i) { run_connection(run, i); },
+        [&](Clock::time_point now) {
+          run.start = now;
+          run.window_end = o.net.duration_s > 0 ? now + seconds(o.net.duration_s) : kNoDeadline;
+        },
+        cpu, progress, report);
   });
 
   const bool echo = run.cmd == Command::echo;
