@@ -167,11 +167,12 @@ class ServerProcess {
   // Kills the server with SIGKILL (no chance to close anything itself) and reaps it; its exit
   // status.
   int kill_now() {
-    ::kill(pid_, SIGKILL);
+    if (pid_ > 0) ::kill(pid_, SIGKILL);  // never kill(-1): that signals every process
     return finish(false);
   }
-  // Sends sig to the server (SIGSTOP freezes it, SIGCONT resumes it).
+  // Sends sig to the server (SIGSTOP freezes it, SIGCONT resumes it); nothing once it is gone.
   void signal(int sig) {
+    if (pid_ <= 0) return;
     if (sig == SIGSTOP || sig == SIGCONT) stopped_ = sig == SIGSTOP;
     ::kill(pid_, sig);
   }
@@ -222,7 +223,9 @@ class ServerProcess {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       pollfd p = {output_, POLLIN, 0};
-      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) == 0) {
+      const int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) {
         give_up("printed no first line within 60 s (so far: \"" + line + "\")");
         return line;
       }
