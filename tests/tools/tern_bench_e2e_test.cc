@@ -17,16 +17,12 @@
 #include <nlohmann/json.hpp>
 
 #include "tern_bench_process.h"
+#include "tern_bench_report.h"
 
 namespace tern::test {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string backend() {
-  const char* io = std::getenv("TERN_IO");
-  return io != nullptr ? io : "auto";
-}
 
 std::string target(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
 
@@ -46,19 +42,6 @@ ToolRun bench(std::vector<std::string> args, bool progress = false) {
   args.push_back("--json");
   if (!progress) args.push_back("--quiet");
   return run_tool(std::move(args));
-}
-
-// The one JSON line a run printed (fails the test if stdout holds anything else).
-Json report_of(const ToolRun& run) {
-  EXPECT_FALSE(run.timed_out);
-  EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << run.out;
-  Json parsed;
-  try {
-    parsed = Json::parse(run.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON: " << e.what() << "\nstdout: " << run.out << "\nstderr: " << run.err;
-  }
-  return parsed;
 }
 
 // Checks what every good run reports.

@@ -24,17 +24,13 @@
 #include "tern/net/address.h"
 #include "tern/rpc/server.h"
 #include "tern_bench_process.h"
+#include "tern_bench_report.h"
 
 namespace tern::test {
 namespace {
 
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
-
-std::string backend() {
-  const char* io = std::getenv("TERN_IO");
-  return io != nullptr ? io : "auto";
-}
 
 std::string target(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
 
@@ -51,19 +47,6 @@ ToolRun rpc_bench(int port, std::vector<std::string> args) {
   args.insert(args.begin(), {TERN_BENCH_BINARY, "rpc", target(port)});
   args.insert(args.end(), {"--io", backend(), "--json", "--quiet"});
   return run_tool(std::move(args));
-}
-
-// The one JSON line a run printed.
-Json report_of(const ToolRun& run) {
-  EXPECT_FALSE(run.timed_out);
-  EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << run.out << run.err;
-  Json parsed;
-  try {
-    parsed = Json::parse(run.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON: " << e.what() << "\nstdout: " << run.out << "\nstderr: " << run.err;
-  }
-  return parsed;
 }
 
 // What every verified run of `calls` calls reports.

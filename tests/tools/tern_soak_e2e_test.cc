@@ -16,6 +16,7 @@
 
 #include "soak_stats.h"
 #include "tern_bench_process.h"
+#include "tern_bench_report.h"
 #include "test_scale.h"
 
 namespace tern::test {
@@ -34,11 +35,6 @@ constexpr bool kSanitized = false;
 #else
 constexpr bool kSanitized = false;
 #endif
-
-std::string backend() {
-  const char* io = std::getenv("TERN_IO");
-  return io != nullptr ? io : "auto";
-}
 
 std::string count(int n) { return std::to_string(tern_test::scaled(n)); }
 
@@ -73,18 +69,6 @@ ToolRun soak(const std::string& scenario, const AdminServerProcess& server,
                              "--server-pid", std::to_string(server.pid()), "--admin",
                              server.admin(), "--io", backend(), "--json", "--quiet"});
   return run_tool(std::move(args), std::chrono::seconds(120));
-}
-
-Json report_of(const ToolRun& run) {
-  EXPECT_FALSE(run.timed_out);
-  EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << run.out << run.err;
-  Json parsed;
-  try {
-    parsed = Json::parse(run.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON: " << e.what() << "\nstdout: " << run.out << "\nstderr: " << run.err;
-  }
-  return parsed;
 }
 
 double number(const Json& figures, const char* name) {
