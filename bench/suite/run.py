@@ -24,6 +24,8 @@ import servers  # noqa: E402
 import tables  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# How long tern's idle workers poll before they sleep, in cells where they have CPUs of their own.
+IDLE_POLL = "200us"
 
 
 def parse_args():
@@ -108,16 +110,24 @@ class Suite:
         if server_name:
             server_cpus, client_cpus, placement = machine.placement(server_threads,
                                                                     client_threads)
-            server = servers.RunningServer(
-                server_name,
-                self.catalog.command(server_name, server_threads, cell.get("server_mode", "echo"),
-                                     cell.get("buf", 16384)),
-                server_cpus)
+            # On CPUs of their own, tern's processes poll when idle instead of sleeping (the
+            # server, and tern-bench, the client of every peer but the RPC frameworks); not in
+            # ttcp, which compares fibers with threads that sleep in blocking calls.
+            idle_poll = (["--idle-poll", IDLE_POLL]
+                         if server_cpus and not cell["table"].startswith("002") else [])
+            if idle_poll:
+                placement += f"; tern's idle workers poll {IDLE_POLL} before sleeping"
+            server_command = self.catalog.command(server_name, server_threads,
+                                                  cell.get("server_mode", "echo"),
+                                                  cell.get("buf", 16384))
+            if server_name in ("tern", "tern-uring"):
+                server_command += idle_poll
+            server = servers.RunningServer(server_name, server_command, server_cpus)
             if cell.get("client") == "peer":
                 command = self.catalog.rpc_client_command(server_name, server.port, cell["args"])
             else:
                 command[2:2] = [f"tcp://127.0.0.1:{server.port}", "--name", server_name,
-                                "--server-pid", str(server.pid)]
+                                "--server-pid", str(server.pid)] + idle_poll
         command = machine.taskset(client_cpus, command)
 
         busy0, total0 = machine.busy_and_total_ticks()

@@ -15,6 +15,7 @@
 #include "runtime_state.h"
 #include "scheduler.h"
 #include "tern/base/assert.h"
+#include "tern/base/duration.h"
 #include "tern/log/log.h"
 #include "tern/prof/loop_profiler.h"
 
@@ -70,6 +71,26 @@ std::chrono::nanoseconds prof_interval(const RuntimeOptions& options) {
     }
     if (!TERN_PROF_ENABLED && parsed->count() > 0)
       TERN_LOG_WARN("TERN_PROF={} is ignored: tern was built with -DTERN_PROF=OFF", value);
+    return *parsed;
+  }();
+  return from_environment;
+}
+
+// How long idle workers poll before they sleep: the option, else TERN_IDLE_POLL (read once; a
+// bad value is reported once and leaves polling off).
+std::chrono::nanoseconds idle_poll(const RuntimeOptions& options) {
+  if (options.idle_poll) return std::max(*options.idle_poll, std::chrono::microseconds(0));
+  static const std::chrono::nanoseconds from_environment = [] {
+    const char* value = std::getenv("TERN_IDLE_POLL");
+    if (value == nullptr || *value == '\0') return std::chrono::nanoseconds(0);
+    Result<std::chrono::nanoseconds> parsed = parse_duration(value);
+    if (!parsed || *parsed > std::chrono::seconds(1)) {
+      TERN_LOG_WARN(
+          "TERN_IDLE_POLL={} is not a duration of at most 1s such as 200us or 1ms (or 0, off); "
+          "idle workers sleep at once",
+          value);
+      return std::chrono::nanoseconds(0);
+    }
     return *parsed;
   }();
   return from_environment;
@@ -136,7 +157,8 @@ void Runtime::run_erased(std::move_only_function<void()> fn) {
               "Runtime::run is already running on another thread");
 
   const std::size_t count = state_->worker_count();
-  const std::chrono::nanoseconds profile_every = prof_interval(state_->options());
+  const detail::Scheduler::LoopSettings loop{.prof_interval = prof_interval(state_->options()),
+                                             .idle_poll = idle_poll(state_->options())};
   check_admin_request(state_->options());
   state_->schedulers.clear();
   state_->schedulers.resize(count);
@@ -144,18 +166,18 @@ void Runtime::run_erased(std::move_only_function<void()> fn) {
   std::vector<std::thread> threads;
   threads.reserve(count - 1);
   for (std::size_t i = 1; i < count; ++i) {
-    threads.emplace_back([this, i, profile_every, &constructed] {
+    threads.emplace_back([this, i, loop, &constructed] {
       state_->schedulers[i] =
           std::make_unique<detail::Scheduler>(state_.get(), i, make_parker(state_->options(), i));
       detail::Scheduler* scheduler = state_->schedulers[i].get();
-      scheduler->set_prof_interval(profile_every);
+      scheduler->configure(loop);
       constructed.count_down();
       scheduler->run();
     });
   }
   state_->schedulers[0] =
       std::make_unique<detail::Scheduler>(state_.get(), 0, make_parker(state_->options(), 0));
-  state_->schedulers[0]->set_prof_interval(profile_every);
+  state_->schedulers[0]->configure(loop);
   constructed.count_down();
   constructed.wait();
   {

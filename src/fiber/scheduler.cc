@@ -136,6 +136,10 @@ void Scheduler::run() {
       timed(prof::LoopPhase::run, [this] { switch_to(run_queue_.pop_front()); });
       continue;
     }
+    if (settings_.idle_poll.count() > 0 && poll_for_work()) {
+      just_parked_ = true;
+      continue;
+    }
     sleeping_.store(true, std::memory_order_relaxed);
     sync_with_wakers();
     if (take_remote_work() > 0 || (!stop_seen_ && stop_requested())) {
@@ -155,10 +159,28 @@ void Scheduler::run() {
   current_scheduler = nullptr;
 }
 
+bool Scheduler::poll_for_work() {
+  bool found = false;
+  timed(prof::LoopPhase::wait, [this, &found] {
+    // Wakers leave remote work without unparking while sleeping_ is false: it is looked for
+    // here, as are the parker's events, due timers and a stop request.
+    const Deadline until = Clock::now() + settings_.idle_poll;
+    for (Deadline now = Clock::now(); now < until; now = Clock::now()) {
+      parker_->poll();
+      if (!run_queue_.empty() || take_remote_work() > 0 ||
+          (!timers_.empty() && timers_.earliest() <= now) || (!stop_seen_ && stop_requested())) {
+        found = true;
+        return;
+      }
+    }
+  });
+  return found;
+}
+
 void Scheduler::start_profiler() {
 #if TERN_PROF_ENABLED
-  if (prof_interval_.count() <= 0) return;
-  profiler_ = std::make_unique<prof::LoopProfiler>(index_, prof_interval_);
+  if (settings_.prof_interval.count() <= 0) return;
+  profiler_ = std::make_unique<prof::LoopProfiler>(index_, settings_.prof_interval);
   prof_ = profiler_.get();
   prof_->attach();
   prof_->restart_lap();

@@ -53,9 +53,15 @@ class Scheduler {
   std::size_t timers_pending() const noexcept {
     return timers_pending_.load(std::memory_order_relaxed);
   }
-  // Turns the loop profiler on for the next run() with this report interval (0: off). Owner
-  // thread, before run().
-  void set_prof_interval(std::chrono::nanoseconds interval) noexcept { prof_interval_ = interval; }
+  // What the worker loop does besides running fibers (zero turns each off).
+  struct LoopSettings {
+    // The loop profiler's report interval.
+    std::chrono::nanoseconds prof_interval{0};
+    // How long an idle loop polls for work before it sleeps.
+    std::chrono::nanoseconds idle_poll{0};
+  };
+  // Applies `settings` to the next run(). Owner thread, before run().
+  void configure(const LoopSettings& settings) noexcept { settings_ = settings; }
 
   // Fiber life cycle (owner thread).
   FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
@@ -98,6 +104,9 @@ class Scheduler {
   void wake_parker() noexcept;
   void sync_with_wakers() noexcept;
   void check_can_park(FiberControl* self) const;
+  // Polls the parker, posts, timers and stop for up to settings_.idle_poll; true when something
+  // turned up (the loop then runs again instead of sleeping).
+  bool poll_for_work();
   // Runs fn, timed as `phase` when the profiler is on: one test of prof_ when it is off (the
   // timed copy of fn is a separate function, so the untimed one stays inlined).
   template <typename Fn>
@@ -138,7 +147,7 @@ class Scheduler {
   std::atomic<std::size_t> alive_{0};      // written by the owner only
   // timers_.size(), written by the owner only.
   std::atomic<std::size_t> timers_pending_{0};
-  std::chrono::nanoseconds prof_interval_{0};
+  LoopSettings settings_;
 #if TERN_PROF_ENABLED
   std::unique_ptr<prof::LoopProfiler> profiler_;
   prof::LoopProfiler* prof_ = nullptr;  // profiler_.get() while run() profiles

@@ -3,12 +3,11 @@
 #include "tern/prof/loop_profiler.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <mutex>
 #include <vector>
 
+#include "tern/base/duration.h"
 #include "tern/prof/metrics.h"
 
 namespace tern::prof {
@@ -198,27 +197,15 @@ void LoopProfiler::for_each_totals(
 }
 
 Result<std::chrono::milliseconds> parse_interval(std::string_view text) noexcept {
-  if (text == "0" || text == "off") return std::chrono::milliseconds(0);
-  double number = 0;
-  const char* end = text.data() + text.size();
-  const std::from_chars_result parsed = std::from_chars(text.data(), end, number);
-  if (parsed.ec != std::errc() || !std::isfinite(number) || number <= 0)
-    return fail(std::errc::invalid_argument);
-  const std::string_view unit(parsed.ptr, static_cast<std::size_t>(end - parsed.ptr));
-  double ms = 0;
-  if (unit == "ms") {
-    ms = number;
-  } else if (unit == "s") {
-    ms = number * 1e3;
-  } else if (unit == "m") {
-    ms = number * 60e3;
-  } else if (unit == "h") {
-    ms = number * 3600e3;
-  } else {
-    return fail(std::errc::invalid_argument);
+  const Result<std::chrono::nanoseconds> parsed = parse_duration(text);
+  if (!parsed) return fail(parsed.error());
+  if (parsed->count() == 0) {
+    if (text == "0" || text == "off") return std::chrono::milliseconds(0);
+    return fail(std::errc::invalid_argument);  // "0s": a zero interval is written "0" or "off"
   }
-  if (ms < 1 || ms > 1e12) return fail(std::errc::invalid_argument);
-  return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
+  if (*parsed < std::chrono::milliseconds(1) || *parsed > std::chrono::hours(24 * 365 * 30))
+    return fail(std::errc::invalid_argument);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(*parsed);
 }
 
 }  // namespace tern::prof

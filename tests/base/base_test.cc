@@ -10,12 +10,33 @@
 #include <vector>
 
 #include "tern/base/clock.h"
+#include "tern/base/duration.h"
 #include "tern/base/intrusive_list.h"
 #include "tern/base/mpsc_queue.h"
 #include "tern/base/result.h"
 #include "tern/base/spin_lock.h"
 
 namespace {
+
+TEST(ParseDuration, EveryUnit) {
+  using namespace std::chrono_literals;
+  EXPECT_EQ(tern::parse_duration("250ns").value(), 250ns);
+  EXPECT_EQ(tern::parse_duration("200us").value(), 200us);
+  EXPECT_EQ(tern::parse_duration("1.5ms").value(), 1500us);
+  EXPECT_EQ(tern::parse_duration("10s").value(), 10s);
+  EXPECT_EQ(tern::parse_duration("2m").value(), 120s);
+  EXPECT_EQ(tern::parse_duration("1h").value(), 3600s);
+  EXPECT_EQ(tern::parse_duration("0").value(), 0ns);
+  EXPECT_EQ(tern::parse_duration("off").value(), 0ns);
+  EXPECT_EQ(tern::parse_duration("0us").value(), 0ns);
+}
+
+TEST(ParseDuration, RejectsWhatIsNotADuration) {
+  for (const char* bad :
+       {"", "10", "us", "10x", "-1s", "10 s", " 1s", "1e400s", "nan s", "inf s", "10000000h"})
+    EXPECT_FALSE(tern::parse_duration(bad).has_value()) << bad;
+  EXPECT_EQ(tern::parse_duration("10").error(), std::errc::invalid_argument);
+}
 
 TEST(Result, CarriesValueOrError) {
   tern::Result<int> ok = 7;

@@ -281,6 +281,41 @@ TEST(AcceptConnect, LoopbackEchoAcrossWorkers) {
   });
 }
 
+// With idle_poll an idle worker polls its reactor instead of sleeping in it: a read parked on
+// one worker must complete when the other worker writes, found by that polling. With a 1 s
+// poll a miss costs about a second a round trip; 20 of them well under 10 s show none missed.
+TEST(IdlePoll, ReadsCompleteWhileTheirWorkerPolls) {
+  tern::Runtime runtime({.workers = 2, .idle_poll = std::chrono::seconds(1)});
+  constexpr int kRounds = 20;
+  const auto started = std::chrono::steady_clock::now();
+  runtime.run([] {
+    int fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0);
+    tern::Event echoed;
+    ASSERT_TRUE(tern::post(1, [&] {
+      std::array<std::byte, 16> buf;
+      for (int i = 0; i < kRounds; ++i) {
+        tern::Result<std::size_t> n = tern::io::read(fds[1], buf, tern::Clock::now() + 30s);
+        if (!n || *n != 1 || !tern::io::write(fds[1], std::span(buf).first(1))) break;
+      }
+      tern::io::close(fds[1]);  // on the worker that waited on it
+      echoed.set();
+    }));
+    std::array<std::byte, 16> buf;
+    for (int i = 0; i < kRounds; ++i) {
+      ASSERT_TRUE(tern::io::write(fds[0], bytes_of("x")));
+      tern::Result<std::size_t> n = tern::io::read(fds[0], buf, tern::Clock::now() + 30s);
+      EXPECT_TRUE(n && *n == 1) << "round " << i << ": "
+                                << (n ? "end of stream" : n.error().message());
+      if (!n || *n != 1) break;
+    }
+    ASSERT_TRUE(echoed.wait_for(30s));
+    tern::io::close(fds[0]);
+  });
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, 10s) << "a read completed only when its worker's poll ended";
+}
+
 TEST(Fairness, AFiberWhoseSocketsNeverBlockLetsTheOthersRun) {
   // Data is always there for this fiber, so its reads and writes never wait; the worker's other
   // fibers must still get their turn long before it is done.

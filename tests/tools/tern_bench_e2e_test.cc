@@ -29,9 +29,16 @@ std::string target(int port) { return "tcp://127.0.0.1:" + std::to_string(port);
 // tern-echo in `mode` on a kernel-chosen port, two workers, the backend under test.
 class TernEcho : public ServerProcess {
  public:
-  explicit TernEcho(const std::string& mode)
-      : ServerProcess({TERN_ECHO_BINARY, "--port", "0", "--threads", "2", "--io", backend(),
-                       "--mode", mode}) {}
+  explicit TernEcho(const std::string& mode, std::vector<std::string> more = {})
+      : ServerProcess(command(mode, std::move(more))) {}
+
+ private:
+  static std::vector<std::string> command(const std::string& mode, std::vector<std::string> more) {
+    std::vector<std::string> args = {TERN_ECHO_BINARY, "--port",  "0",      "--threads", "2",
+                                     "--io",           backend(), "--mode", mode};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  }
 };
 
 // Runs tern-bench with `args` (the subcommand first), plus --json, the backend and, unless
@@ -224,6 +231,17 @@ TEST(TernBench, PingpongMovesAndChecksEveryByte) {
                                  "trip_p50_us", "trip_p99_us"});
   EXPECT_NEAR(r["figures"]["mb_per_s"].get<double>() / r["figures"]["mib_per_s"].get<double>(),
               1.048576, 0.001);
+}
+
+TEST(TernBench, PingpongWithBothSidesPollingWhenIdle) {
+  TernEcho server("echo", {"--idle-poll", "200us"});
+  ASSERT_GT(server.port(), 0);
+  const ToolRun run = bench({"pingpong", target(server.port()), "--sessions", "1", "--block",
+                             "4096", "--duration", "0.5", "--idle-poll", "200us"});
+  const Json r = report_of(run);
+  expect_verified(run, r, "pingpong");
+  EXPECT_EQ(r["params"]["idle_poll_us"], 200);
+  expect_positive(r["figures"], {"bytes", "trip_p50_us"});
 }
 
 // ---- sessions (SEEDS 004) ----

@@ -185,6 +185,8 @@ TEST(TernBenchOptions, RejectsBadCommandLinesSayingWhy) {
       {{"pingpong", "--sessions", "0"}, "--sessions must be at least 1 session"},
       {{"pingpong", "--block", "0"}, "--block 0: payload bytes must be from 1"},
       {{"pingpong", "--duration", "0"}, "--duration must be more than 0 seconds for pingpong"},
+      {{"pingpong", "--idle-poll", "200"}, "--idle-poll 200: expected a duration of at most 1s"},
+      {{"pingpong", "--idle-poll", "2s"}, "--idle-poll 2s: expected a duration of at most 1s"},
   };
   for (const Case& c : pingpong) {
     PingpongOptions o;
@@ -221,6 +223,10 @@ TEST(TernBenchOptions, ModeDefaultsFollowTheSeeds) {
   ASSERT_EQ(parse({"pingpong", "--threads", "2"}, pingpong, &add_pingpong_options), "");
   EXPECT_EQ(pingpong.block_bytes, 16384u);
   EXPECT_EQ(pingpong.net.workers, 2u) << "--threads is the client's worker count";
+  EXPECT_FALSE(pingpong.net.idle_poll) << "no --idle-poll: TERN_IDLE_POLL decides";
+  PingpongOptions polling;
+  ASSERT_EQ(parse({"pingpong", "--idle-poll", "250us"}, polling, &add_pingpong_options), "");
+  EXPECT_EQ(polling.net.idle_poll, std::chrono::microseconds(250));
   TtcpOptions ttcp;
   ASSERT_EQ(parse({"ttcp", "--in-process", "--workers", "2"}, ttcp, &add_ttcp_options), "");
   EXPECT_EQ(ttcp.count, 81920u);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "../common/idle_poll_option.h"
 #include "cpu.h"
 #include "run_support.h"
 
@@ -39,6 +40,7 @@ void add_network_options(CLI::App& command, NetworkOptions& net, const std::stri
       ->capture_default_str();
   command.add_option(workers_names, net.workers, workers_help);
   command.add_option("--duration", net.duration_s, duration_help);
+  command.add_option("--idle-poll", net.idle_poll_text, tools::kIdlePollOptionHelp);
   add_output_options(command, net.output);
 }
 
@@ -90,7 +92,7 @@ std::string check_target_and_server(NetworkOptions& net) {
                        net.server_pid, net.server_pid);
   if (net.workers > kMaxWorkers)
     return fmt::format("--workers {}: at most {}", net.workers, kMaxWorkers);
-  return {};
+  return tools::check_idle_poll_option(net.idle_poll_text, net.idle_poll);
 }
 
 std::size_t usable_cpu_count() {

@@ -2,8 +2,10 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "target.h"
@@ -28,13 +30,15 @@ struct OutputOptions {
 // What every network mode takes.
 struct NetworkOptions {
   std::string target_text = "tcp://127.0.0.1:7000";
-  std::string name = "tern";  // the server's name in the report
-  pid_t server_pid = 0;       // 0: the server's CPU is not measured
-  std::string io = "auto";    // the client's backend: epoll, uring or auto
-  std::size_t workers = 0;    // client worker threads; 0: the mode's default
-  double duration_s = -1;     // < 0: the mode's default; 0: no time bound
+  std::string name = "tern";   // the server's name in the report
+  pid_t server_pid = 0;        // 0: the server's CPU is not measured
+  std::string io = "auto";     // the client's backend: epoll, uring or auto
+  std::size_t workers = 0;     // client worker threads; 0: the mode's default
+  double duration_s = -1;      // < 0: the mode's default; 0: no time bound
+  std::string idle_poll_text;  // --idle-poll; empty: TERN_IDLE_POLL decides
   OutputOptions output;
-  Target target;  // parsed from target_text by the checks
+  Target target;                                       // parsed from target_text by the checks
+  std::optional<std::chrono::microseconds> idle_poll;  // parsed from idle_poll_text
 };
 
 // SEEDS 000 testBenchmark: 16-byte-header requests, -S sync or -A pipelined.

@@ -189,7 +189,7 @@ int run_pingpong(const PingpongOptions& o) {
       },
       o.net.output.quiet);
   std::string backend;
-  Runtime runtime(client_runtime(o.net.workers, o.net.io));
+  Runtime runtime(client_runtime(o.net));
   runtime.run([&] {
     backend = std::string(io::to_string(io::current_backend()));
     run_gated_load(

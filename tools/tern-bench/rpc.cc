@@ -177,7 +177,7 @@ int run_rpc(const RpcOptions& o) {
   Progress progress(run.meter, std::chrono::seconds(1), Progress::rate_line("calls"),
                     o.net.output.quiet);
   std::string backend;
-  Runtime runtime(client_runtime(o.net.workers, o.net.io));
+  Runtime runtime(client_runtime(o.net));
   runtime.run([&] {
     backend = std::string(io::to_string(io::current_backend()));
     run.channels_open.add(run.channel_count);

@@ -19,11 +19,12 @@ std::size_t raise_file_limit() {
   return static_cast<std::size_t>(limit.rlim_cur);
 }
 
-RuntimeOptions client_runtime(std::size_t workers, std::string_view io) {
-  const Result<io::BackendChoice> choice = io::parse_backend(io);
+RuntimeOptions client_runtime(const NetworkOptions& net) {
+  const Result<io::BackendChoice> choice = io::parse_backend(net.io);
   return RuntimeOptions{
-      .workers = workers,
-      .make_parker = io::reactors(choice ? *choice : io::BackendChoice::automatic)};
+      .workers = net.workers,
+      .make_parker = io::reactors(choice ? *choice : io::BackendChoice::automatic),
+      .idle_poll = net.idle_poll};
 }
 
 void add_network_params(Report& report, const NetworkOptions& net, std::string_view backend) {
@@ -32,6 +33,8 @@ void add_network_params(Report& report, const NetworkOptions& net, std::string_v
   report.params["io"] = std::string(backend);
   report.params["workers"] = net.workers;
   report.params["duration_s"] = net.duration_s;
+  report.params["idle_poll_us"] =
+      net.idle_poll ? Json(static_cast<std::int64_t>(net.idle_poll->count())) : Json(nullptr);
   report.params["server_pid"] = net.server_pid > 0 ? Json(net.server_pid) : Json(nullptr);
 }
 

@@ -23,8 +23,9 @@ namespace tern::bench {
 // Raises RLIMIT_NOFILE's soft limit to the hard limit; returns the soft limit now in force.
 std::size_t raise_file_limit();
 
-// A client runtime of `workers` workers on the backend named by `io` (epoll, uring, auto).
-RuntimeOptions client_runtime(std::size_t workers, std::string_view io);
+// The client's runtime: net.workers workers on the backend net.io names (epoll, uring, auto),
+// idle workers polling for net.idle_poll.
+RuntimeOptions client_runtime(const NetworkOptions& net);
 
 // The report's mode, target and the network parameters every mode shares (target_address, io,
 // workers, duration_s); `backend` is the backend the client really ran on.

@@ -160,7 +160,7 @@ int run_sessions(const SessionsOptions& o) {
       o.net.output.quiet);
   const std::size_t lanes = static_cast<std::size_t>(std::min<std::uint64_t>(o.in_flight, o.total));
   std::string backend;
-  Runtime runtime(client_runtime(o.net.workers, o.net.io));
+  Runtime runtime(client_runtime(o.net));
   runtime.run([&] {
     backend = std::string(io::to_string(io::current_backend()));
     run.start = Clock::now();

@@ -157,7 +157,7 @@ int run_soak(const SoakOptions& o) {
   std::optional<ServerCounts> before;
   std::optional<SettleResult> settle;
   std::string backend;
-  Runtime runtime(client_runtime(o.net.workers, o.net.io));
+  Runtime runtime(client_runtime(o.net));
   runtime.run([&] {
     backend = std::string(io::to_string(io::current_backend()));
     monitor.start();

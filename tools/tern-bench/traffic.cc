@@ -378,7 +378,7 @@ int run_traffic(const TrafficOptions& o) {
   Progress progress(run.meter, std::chrono::duration<double>(o.interval_s),
                     traffic_line(o.payload_bytes), o.net.output.quiet);
   std::string backend;
-  Runtime runtime(client_runtime(o.net.workers, o.net.io));
+  Runtime runtime(client_runtime(o.net));
   runtime.run([&] {
     backend = std::string(io::to_string(io::current_backend()));
     run_gated_load(

@@ -253,7 +253,7 @@ Outcome run_blocking(Shared& shared, const net::Address& target, bool in_process
 Outcome run_fiber(Shared& shared, const net::Address& target, bool in_process,
                   std::string* backend) {
   const TtcpOptions& o = shared.o;
-  Runtime runtime(client_runtime(o.net.workers, o.net.io));
+  Runtime runtime(client_runtime(o.net));
   AffinityGuard restore;  // worker 0 is this thread
   return runtime.run([&]() -> Outcome {
     *backend = std::string(io::to_string(io::current_backend()));

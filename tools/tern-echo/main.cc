@@ -9,6 +9,7 @@
 
 #include "../common/admin_option.h"
 #include "../common/header16.h"
+#include "../common/idle_poll_option.h"
 #include "../common/stop_signal.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
@@ -36,6 +37,7 @@ struct Config {
   std::size_t max_payload = 64 << 20;
   std::string admin;  // HOST:PORT of the admin endpoint (/metrics); empty: none
   std::uint64_t idle_timeout_ms = 0;
+  std::string idle_poll;  // --idle-poll's text; empty: not given
 };
 
 // Writes back whatever arrives (SEEDS 003 pingpong, 004 sessions).
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-payload", config.max_payload, "largest frame16/ttcp payload accepted")
       ->capture_default_str();
   app.add_option("--admin", config.admin, tern::tools::kAdminOptionHelp);
+  app.add_option("--idle-poll", config.idle_poll, tern::tools::kIdlePollOptionHelp);
   app.add_option("--idle-timeout", config.idle_timeout_ms,
                  "close a connection whose reads and writes make no progress for this many "
                  "milliseconds (0: never)")
@@ -173,12 +176,16 @@ int main(int argc, char** argv) {
   }
   std::optional<tern::net::Address> admin_address;
   if (!tern::tools::parse_admin_option("tern-echo", config.admin, admin_address)) return 2;
+  std::optional<std::chrono::microseconds> idle_poll;
+  if (!tern::tools::parse_idle_poll_option("tern-echo", config.idle_poll, idle_poll)) return 2;
   if (config.buf < 64) config.buf = 64;
 
   // Signals go to the signalfd fiber, not to a random thread.
   tern::tools::block_stop_signals();
 
-  tern::Runtime runtime({.workers = config.threads, .make_parker = tern::io::reactors(*backend)});
+  tern::Runtime runtime({.workers = config.threads,
+                         .make_parker = tern::io::reactors(*backend),
+                         .idle_poll = idle_poll});
   return runtime.run([&]() -> int {
     tern::net::ServerOptions options;
     options.accept_mode = config.accept == "roundrobin" ? tern::net::AcceptMode::round_robin

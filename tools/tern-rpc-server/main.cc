@@ -6,6 +6,7 @@
 #include <string>
 
 #include "../common/admin_option.h"
+#include "../common/idle_poll_option.h"
 #include "../common/stop_signal.h"
 #include "benchmark_message.tern.h"
 #include "rpc_message.h"
@@ -24,7 +25,8 @@ struct Config {
   std::uint16_t port = 0;
   std::size_t threads = 0;
   std::string io = "auto";
-  std::string admin;  // HOST:PORT of the admin endpoint (/metrics); empty: none
+  std::string admin;      // HOST:PORT of the admin endpoint (/metrics); empty: none
+  std::string idle_poll;  // --idle-poll's text; empty: not given
 };
 
 // BenchmarkService/Say as the seed's servers do it: the request back with field1 = "OK" and
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"epoll", "uring", "auto"}))
       ->capture_default_str();
   app.add_option("--admin", config.admin, tern::tools::kAdminOptionHelp);
+  app.add_option("--idle-poll", config.idle_poll, tern::tools::kIdlePollOptionHelp);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -80,10 +83,15 @@ int main(int argc, char** argv) {
   }
   std::optional<tern::net::Address> admin_address;
   if (!tern::tools::parse_admin_option("tern-rpc-server", config.admin, admin_address)) return 2;
+  std::optional<std::chrono::microseconds> idle_poll;
+  if (!tern::tools::parse_idle_poll_option("tern-rpc-server", config.idle_poll, idle_poll))
+    return 2;
 
   // The signals go to the fiber waiting on a signalfd, not to a random thread.
   tern::tools::block_stop_signals();
-  tern::Runtime runtime({.workers = config.threads, .make_parker = tern::io::reactors(*backend)});
+  tern::Runtime runtime({.workers = config.threads,
+                         .make_parker = tern::io::reactors(*backend),
+                         .idle_poll = idle_poll});
   return runtime.run([&]() -> int {
     BenchmarkService service;
     tern::rpc::Server server;
