@@ -190,12 +190,12 @@ class Report:
             p = r.get("params", {})
             key = (p.get("block_bytes"), p.get("threads"), p.get("sessions"))
             cells[key][server_of(r)] = r
-        rows = []
+        rows, cpu_rows = [], []
         for key in sorted(cells, key=lambda k: tuple(x or 0 for x in k)):
-            row = [f"{key[0]} B", key[1], key[2]]
-            for s in servers:
-                r = cells[key].get(s)
-                row.append(fmt(fig(r, "mb_per_s")) + mark(r) if r else "–")
+            head = [f"{key[0]} B", key[1], key[2]]
+            here = [cells[key].get(s) for s in servers]
+            row = head + [fmt(fig(r, "mb_per_s")) + mark(r) if r else "–" for r in here]
+            cpu_rows.append(head + [fmt(r.get("server_cpu_pct")) if r else "–" for r in here])
             peer_values = [fig(r, "mb_per_s") for s, r in cells[key].items() if s not in TERN]
             best = max([v for v in peer_values if v is not None], default=None)
             tern_best = max([fig(cells[key][s], "mb_per_s") or 0 for s in TERN
@@ -204,6 +204,11 @@ class Report:
             rows.append(row)
         self.write(table(["Buffer", "Threads", "Sessions"] + servers +
                          ["best peer", "tern ÷ best peer"], rows))
+        self.write("**Server CPU** (% of one CPU over the run). Where the placement says so, tern's "
+                   "idle workers (server and tern-bench, the client of every server here) poll "
+                   "for a while before they sleep: a polling server shows near 100% even while "
+                   "it waits for the client.\n")
+        self.write(table(["Buffer", "Threads", "Sessions"] + servers, cpu_rows))
 
     def sessions(self):
         runs = self.by_table("004")
