@@ -1,10 +1,14 @@
 // The epoll backend: edge-triggered registration once per fd; an operation tries its system
 // call first and waits for readiness only on EAGAIN.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <vector>
@@ -28,6 +32,8 @@ constexpr int kMaxEvents = 256;
 struct FdState {
   bool registered = false;
   bool stream_socket = false;  // SOCK_STREAM: a short read means the receive queue was empty
+  bool tcp_inq = false;        // TCP with TCP_INQ on: recvmsg can say what is left queued
+  bool filled = false;         // the last recv filled its buffer (so a short read proves nothing)
   bool drained = false;        // the last recv emptied the queue and no edge has arrived since
   bool irregular = false;      // hang-up, error or urgent data seen: short reads prove nothing
   bool readable = false;       // an edge arrived that no reader has consumed yet
@@ -68,9 +74,18 @@ class EpollReactor final : public Reactor {
                                                !state->readable && !state->irregular) {
       if (Result<void> ready = wait_ready(fd, false, deadline); !ready) return fail(ready.error());
     }
-    Result<std::size_t> n = retry(fd, false, deadline, [&] { return ::recv(fd, buf, len, flags); });
-    if (FdState* state = registered_state(fd); state != nullptr)
-      state->drained = flags == 0 && n && *n > 0 && *n < len;
+    // Reads that fill their buffer (exact-size reads of a header, a reply, a block) cannot tell
+    // an empty queue from a full one. Once a TCP socket's last read was such, the next one asks
+    // the kernel how many bytes it left (TCP_INQ), so emptying the queue is known there too.
+    int left = -1;
+    const bool ask_left = flags == 0 && filled_tcp_reads(fd);
+    Result<std::size_t> n = retry(fd, false, deadline, [&] {
+      return ask_left ? recv_reporting_left(fd, buf, len, left) : ::recv(fd, buf, len, flags);
+    });
+    if (FdState* state = registered_state(fd); state != nullptr) {
+      state->drained = flags == 0 && n && *n > 0 && (*n < len || left == 0);
+      state->filled = n && *n == len;
+    }
     return n;
   }
   Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
@@ -112,6 +127,9 @@ class EpollReactor final : public Reactor {
       socklen_t size = sizeof type;
       state.stream_socket =
           ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 && type == SOCK_STREAM;
+      const int on = 1;  // fails on anything but TCP, which then reads with plain recv
+      state.tcp_inq =
+          state.stream_socket && ::setsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
     }
     bool& ready = writable ? state.writable : state.readable;
     if (ready) {  // an edge arrived since the last wait: try the call again first
@@ -175,6 +193,31 @@ class EpollReactor final : public Reactor {
     budget_ = kBudget;
     wait_events(Deadline::min());
     this_fiber::yield();
+  }
+
+  // Whether fd is a TCP socket that can report what a recv left, and its last read was full.
+  bool filled_tcp_reads(int fd) noexcept {
+    const FdState* state = registered_state(fd);
+    return state != nullptr && state->tcp_inq && state->filled;
+  }
+
+  // recv that also stores in `left` the bytes still queued after it (TCP_INQ's control
+  // message), or leaves it alone when the kernel sent none.
+  static ssize_t recv_reporting_left(int fd, void* buf, std::size_t len, int& left) noexcept {
+    iovec part = {.iov_base = buf, .iov_len = len};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr message = {};
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(fd, &message, 0);
+    if (n < 0) return n;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+      if (c->cmsg_level == SOL_TCP && c->cmsg_type == TCP_CM_INQ)
+        std::memcpy(&left, CMSG_DATA(c), sizeof left);
+    }
+    return n;
   }
 
   // The state of fd if it is registered with this reactor, else nullptr.

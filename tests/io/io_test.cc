@@ -138,6 +138,61 @@ TEST(ReadWrite, LargeTransferWithFullBuffersIsExact) {
   });
 }
 
+// A connected pair of loopback TCP sockets (non-blocking), closed through tern::io.
+struct TcpPair {
+  int fds[2] = {-1, -1};
+  TcpPair() {
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    EXPECT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    EXPECT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    EXPECT_EQ(::listen(listener, 1), 0);
+    fds[0] = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(::connect(fds[0], reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    fds[1] = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    ::close(listener);
+    for (int fd : fds) EXPECT_EQ(::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+  }
+  ~TcpPair() {
+    tern::io::close(fds[0]);
+    tern::io::close(fds[1]);
+  }
+};
+
+// Reads that fill their buffer exactly make the epoll reactor ask TCP what they left queued, to
+// wait for the next edge instead of failing a read with EAGAIN. Bytes already queued must still
+// be read at once: messages sent two at a time, read one at a time, with some sent only after
+// the reader parked.
+TEST(ReadWrite, ExactReadsOverTcpReadWhatIsQueuedAndWaitForTheRest) {
+  on_workers(1, [] {
+    TcpPair pair;
+    constexpr int kMessages = 200;
+    int received = 0;
+    tern::Fiber reader = tern::spawn([&] {
+      std::array<std::byte, 4> message;
+      for (; received < kMessages; ++received) {
+        tern::Result<std::size_t> n =
+            tern::io::recv(pair.fds[1], message, 0, tern::Clock::now() + 10s);
+        ASSERT_TRUE(n) << "message " << received << ": " << n.error().message();
+        ASSERT_EQ(*n, message.size()) << "message " << received;
+        int value = 0;
+        std::memcpy(&value, message.data(), sizeof value);
+        ASSERT_EQ(value, received);
+      }
+    });
+    for (int i = 0; i < kMessages; i += 2) {
+      const std::array<int, 2> two = {i, i + 1};
+      ASSERT_TRUE(tern::io::send(pair.fds[0], std::as_bytes(std::span(two))));
+      if (i % 4 == 0) tern::this_fiber::yield();  // let the reader drain and park now and then
+    }
+    reader.join();
+    EXPECT_EQ(received, kMessages);
+  });
+}
+
 TEST(Deadline, ReadTimesOutAndLosesNothing) {
   on_workers(1, [] {
     SocketPair pair;
