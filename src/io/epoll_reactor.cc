@@ -66,19 +66,19 @@ class EpollReactor final : public Reactor {
   }
   Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
                            Deadline deadline) override {
-    // After a short read of a stream socket the queue was empty: unless an edge has arrived
-    // since, the next read would only fail with EAGAIN, so wait for the edge first (this saves
-    // a system call per message in request/reply traffic).
-    if (FdState* state = registered_state(fd); flags == 0 && state != nullptr &&
-                                               state->stream_socket && state->drained &&
-                                               !state->readable && !state->irregular) {
-      if (Result<void> ready = wait_ready(fd, false, deadline); !ready) return fail(ready.error());
-    }
+    const FdState* known = registered_state(fd);  // not used past a wait: close may free it
     // Reads that fill their buffer (exact-size reads of a header, a reply, a block) cannot tell
     // an empty queue from a full one. Once a TCP socket's last read was such, the next one asks
     // the kernel how many bytes it left (TCP_INQ), so emptying the queue is known there too.
+    const bool ask_left = flags == 0 && known != nullptr && known->tcp_inq && known->filled;
     int left = -1;
-    const bool ask_left = flags == 0 && filled_tcp_reads(fd);
+    // After a read that emptied a stream socket's queue, unless an edge has arrived since, the
+    // next read would only fail with EAGAIN, so wait for the edge first (this saves a system
+    // call per message in request/reply traffic).
+    if (flags == 0 && known != nullptr && known->stream_socket && known->drained &&
+        !known->readable && !known->irregular) {
+      if (Result<void> ready = wait_ready(fd, false, deadline); !ready) return fail(ready.error());
+    }
     Result<std::size_t> n = retry(fd, false, deadline, [&] {
       return ask_left ? recv_reporting_left(fd, buf, len, left) : ::recv(fd, buf, len, flags);
     });
@@ -193,12 +193,6 @@ class EpollReactor final : public Reactor {
     budget_ = kBudget;
     wait_events(Deadline::min());
     this_fiber::yield();
-  }
-
-  // Whether fd is a TCP socket that can report what a recv left, and its last read was full.
-  bool filled_tcp_reads(int fd) noexcept {
-    const FdState* state = registered_state(fd);
-    return state != nullptr && state->tcp_inq && state->filled;
   }
 
   // recv that also stores in `left` the bytes still queued after it (TCP_INQ's control
