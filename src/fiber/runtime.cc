@@ -84,7 +84,7 @@ std::chrono::nanoseconds idle_poll(const RuntimeOptions& options) {
     const char* value = std::getenv("TERN_IDLE_POLL");
     if (value == nullptr || *value == '\0') return std::chrono::nanoseconds(0);
     Result<std::chrono::nanoseconds> parsed = parse_duration(value);
-    if (!parsed || *parsed > std::chrono::seconds(1)) {
+    if (!parsed || *parsed > kMaxIdlePoll) {
       TERN_LOG_WARN(
           "TERN_IDLE_POLL={} is not a duration of at most 1s such as 200us or 1ms (or 0, off); "
           "idle workers sleep at once",

@@ -21,6 +21,9 @@ class RuntimeState;
 }
 
 // How to build a Runtime.
+// The longest idle poll accepted from TERN_IDLE_POLL (and from tern's tools' --idle-poll).
+inline constexpr std::chrono::seconds kMaxIdlePoll{1};
+
 struct RuntimeOptions {
   // Worker threads, each with its own scheduler; 0 means one per CPU the process may use.
   std::size_t workers = 0;
