@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -45,7 +46,9 @@ class TernEcho : public ServerProcess {
 // `progress`, --quiet.
 ToolRun bench(std::vector<std::string> args, bool progress = false) {
   args.insert(args.begin(), TERN_BENCH_BINARY);
-  if (args.size() > 1 && args[1] != "switch") args.insert(args.end(), {"--io", backend()});
+  if (args.size() > 1 && args[1] != "switch" && args[1] != "log") {
+    args.insert(args.end(), {"--io", backend()});
+  }
   args.push_back("--json");
   if (!progress) args.push_back("--quiet");
   return run_tool(std::move(args));
@@ -310,6 +313,32 @@ TEST(TernBench, SwitchPrintsOneVerifiedReportPerVariant) {
     targets.push_back(r["target"]);
   }
   EXPECT_EQ(targets, (std::vector<std::string>{"tern-fiber", "tern-context"}));
+}
+
+// ---- log (SEEDS 002) ----
+
+TEST(TernBench, LogReportsTheMedianOfItsRoundsForEachLoggerAndThreadCount) {
+  const ToolRun run =
+      bench({"log", "--calls", "3000", "--threads", "1,2", "--rounds", "3", "--buffer-bytes",
+             "16384"});
+  EXPECT_EQ(run.status, 0) << run.out << run.err;
+  std::istringstream lines(run.out);
+  std::vector<std::string> seen;
+  for (std::string line; std::getline(lines, line);) {
+    const Json r = Json::parse(line);
+    EXPECT_EQ(r["mode"], "log");
+    EXPECT_EQ(r["verified"], true) << line;
+    EXPECT_EQ(r["figures"]["lines"], 3000) << line;
+    // The reported run is the median of the three rounds by calls/s.
+    const Json& rounds = r["figures"]["calls_per_s_rounds"];
+    ASSERT_EQ(rounds.size(), 3u) << line;
+    std::vector<double> sorted = rounds.get<std::vector<double>>();
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(r["figures"]["calls_per_s"].get<double>(), sorted[1]) << line;
+    EXPECT_EQ(r["figures"].contains("calls_per_s_vs_spdlog"), r["target"] == "tern") << line;
+    seen.push_back(r["target"].get<std::string>() + "/" + r["params"]["threads"].dump());
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"tern/1", "spdlog/1", "tern/2", "spdlog/2"}));
 }
 
 // ---- runs that must fail ----

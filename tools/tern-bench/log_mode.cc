@@ -10,6 +10,10 @@
 // with the TSC (rdtsc, calibrated against steady_clock over the run; clock_gettime off x86):
 // nothing is subtracted, and the cost of the timer itself is reported next to the figures.
 // A run counts as verified when the file holds exactly one line per call.
+// Each logger runs --rounds times (3), the two alternating which goes first, and the round of
+// median calls/s is reported with every round's calls/s beside it. A fresh file's page cache
+// costs more on a VM whose memory was never touched than on pages a deleted file just freed;
+// alternating gives both loggers both kinds of pages.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,6 +65,7 @@ struct LogOptions {
   std::size_t buffer_bytes = 1 << 20;  // tern: per thread
   std::size_t queue_items = 8192;      // spdlog: messages in the async queue
   bool time_calls = true;
+  std::size_t rounds = 3;  // runs per target; the median one is reported
 };
 
 // Ticks of the cheapest clock that counts time (the TSC on x86).
@@ -295,6 +300,52 @@ double timer_p50_ticks() {
   return static_cast<double>(h.percentile(50));
 }
 
+// One timed run of target with `threads` threads into a new file of dir, removed afterwards.
+Report run_target(const LogOptions& o, std::string_view target, std::size_t threads,
+                  const fs::path& dir, double timer_ticks) {
+  const fs::path file = dir / fmt::format("{}-{}t.log", target, threads);
+  Meter meter(threads);
+  Progress progress(meter, std::chrono::seconds(1), Progress::rate_line("calls"), o.output.quiet);
+  CpuWindow cpu(0);
+  cpu.start();
+  progress.start();
+  RunResult run = target == "tern" ? run_tern(o, threads, file, meter)
+                                   : run_spdlog(o, threads, file, meter);
+  progress.stop();
+  scan_file(file, run);
+  std::error_code ignored;
+  fs::remove(file, ignored);
+  Report report = make_report(o, std::string(target), threads, run, timer_ticks);
+  cpu.stop(report);
+  return report;
+}
+
+double calls_per_s(const Report& report) { return report.figures["calls_per_s"].get<double>(); }
+
+// The run of median calls/s among a target's rounds, with every round's calls/s beside it.
+Report median_round(std::vector<Report> rounds) {
+  Json all = Json::array();
+  for (const Report& round : rounds) all.push_back(round.figures["calls_per_s"]);
+  std::sort(rounds.begin(), rounds.end(),
+            [](const Report& a, const Report& b) { return calls_per_s(a) < calls_per_s(b); });
+  const std::size_t middle = rounds.size() / 2;
+  Report median = std::move(rounds[middle]);
+  median.figures["calls_per_s_rounds"] = std::move(all);
+  if (rounds.size() > 1) {
+    median.summary.push_back(fmt::format("median of {} rounds (calls/s of each: {})",
+                                         rounds.size(), median.figures["calls_per_s_rounds"].dump()));
+  }
+  // A failed check in any round fails the report, not only in the round it shows.
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    if (i == middle) continue;
+    for (const std::string& message : rounds[i].error_messages) {
+      median.add_error("another round: " + message);
+    }
+  }
+  median.verified = median.errors == 0;
+  return median;
+}
+
 int run_log(const LogOptions& o) {
   fs::path dir;
   bool remove_dir = false;
@@ -313,36 +364,29 @@ int run_log(const LogOptions& o) {
     dir = o.dir;
   }
   const double timer_ticks = timer_p50_ticks();
+  std::vector<std::string_view> targets;
+  for (std::string_view target : {"tern", "spdlog"}) {
+    if (o.target == "both" || o.target == target) targets.push_back(target);
+  }
   int status = 0;
   for (std::size_t threads : o.threads) {
-    std::vector<Report> reports;
-    double tern_calls_per_s = 0;
-    for (const char* target : {"tern", "spdlog"}) {
-      if (o.target != "both" && o.target != target) continue;
-      const fs::path file = dir / fmt::format("{}-{}t.log", target, threads);
-      Meter meter(threads);
-      Progress progress(meter, std::chrono::seconds(1), Progress::rate_line("calls"),
-                        o.output.quiet);
-      CpuWindow cpu(0);
-      cpu.start();
-      progress.start();
-      RunResult run = std::string_view(target) == "tern" ? run_tern(o, threads, file, meter)
-                                                         : run_spdlog(o, threads, file, meter);
-      progress.stop();
-      scan_file(file, run);
-      std::error_code ignored;
-      fs::remove(file, ignored);
-      Report report = make_report(o, target, threads, run, timer_ticks);
-      cpu.stop(report);
-      if (std::string_view(target) == "tern") {
-        tern_calls_per_s = report.figures["calls_per_s"].get<double>();
-      } else if (tern_calls_per_s > 0 && !reports.empty()) {
-        const double spdlog_calls_per_s = report.figures["calls_per_s"].get<double>();
-        const double ratio = spdlog_calls_per_s > 0 ? tern_calls_per_s / spdlog_calls_per_s : 0;
-        reports.front().figures["calls_per_s_vs_spdlog"] = round_to(ratio, 2);
-        reports.front().summary.push_back(fmt::format("{:.2f}x spdlog's calls/s", ratio));
+    // Each round runs every target; the order alternates, so no logger always finds the page
+    // cache the other one has just freed (fresh pages cost more to write to on some VMs).
+    std::vector<std::vector<Report>> rounds(targets.size());
+    for (std::size_t round = 0; round < o.rounds; ++round) {
+      for (std::size_t k = 0; k < targets.size(); ++k) {
+        const std::size_t t = round % 2 == 0 ? k : targets.size() - 1 - k;
+        rounds[t].push_back(run_target(o, targets[t], threads, dir, timer_ticks));
       }
-      reports.push_back(std::move(report));
+    }
+    std::vector<Report> reports;
+    for (std::vector<Report>& target_rounds : rounds) {
+      reports.push_back(median_round(std::move(target_rounds)));
+    }
+    if (reports.size() == 2 && calls_per_s(reports[1]) > 0) {
+      const double ratio = calls_per_s(reports[0]) / calls_per_s(reports[1]);
+      reports[0].figures["calls_per_s_vs_spdlog"] = round_to(ratio, 2);
+      reports[0].summary.push_back(fmt::format("{:.2f}x spdlog's calls/s", ratio));
     }
     for (const Report& report : reports)
       status = std::max(status, print_report(report, o.output.json));
@@ -381,6 +425,11 @@ void add_log_command(CLI::App& app) {
   command->add_option("--queue", o->queue_items, "spdlog: messages in its async queue")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+  command->add_option("--rounds", o->rounds,
+                      "runs of each target, in alternating order; the median (by calls/s) is "
+                      "reported")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{99}));
   command->add_flag("!--no-call-times", o->time_calls,
                     "do not time each call (throughput without the timer's cost)");
   command->add_flag("--json", o->output.json, "print one JSON object per run, one per line");
