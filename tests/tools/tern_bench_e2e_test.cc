@@ -318,9 +318,8 @@ TEST(TernBench, SwitchPrintsOneVerifiedReportPerVariant) {
 // ---- log (SEEDS 002) ----
 
 TEST(TernBench, LogReportsTheMedianOfItsRoundsForEachLoggerAndThreadCount) {
-  const ToolRun run =
-      bench({"log", "--calls", "3000", "--threads", "1,2", "--rounds", "3", "--buffer-bytes",
-             "16384"});
+  const ToolRun run = bench(
+      {"log", "--calls", "3000", "--threads", "1,2", "--rounds", "3", "--buffer-bytes", "16384"});
   EXPECT_EQ(run.status, 0) << run.out << run.err;
   std::istringstream lines(run.out);
   std::vector<std::string> seen;

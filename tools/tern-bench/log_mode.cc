@@ -309,8 +309,8 @@ Report run_target(const LogOptions& o, std::string_view target, std::size_t thre
   CpuWindow cpu(0);
   cpu.start();
   progress.start();
-  RunResult run = target == "tern" ? run_tern(o, threads, file, meter)
-                                   : run_spdlog(o, threads, file, meter);
+  RunResult run =
+      target == "tern" ? run_tern(o, threads, file, meter) : run_spdlog(o, threads, file, meter);
   progress.stop();
   scan_file(file, run);
   std::error_code ignored;
@@ -332,8 +332,8 @@ Report median_round(std::vector<Report> rounds) {
   Report median = std::move(rounds[middle]);
   median.figures["calls_per_s_rounds"] = std::move(all);
   if (rounds.size() > 1) {
-    median.summary.push_back(fmt::format("median of {} rounds (calls/s of each: {})",
-                                         rounds.size(), median.figures["calls_per_s_rounds"].dump()));
+    median.summary.push_back(fmt::format("median of {} rounds (calls/s of each: {})", rounds.size(),
+                                         median.figures["calls_per_s_rounds"].dump()));
   }
   // A failed check in any round fails the report, not only in the round it shows.
   for (std::size_t i = 0; i < rounds.size(); ++i) {
@@ -425,9 +425,10 @@ void add_log_command(CLI::App& app) {
   command->add_option("--queue", o->queue_items, "spdlog: messages in its async queue")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
-  command->add_option("--rounds", o->rounds,
-                      "runs of each target, in alternating order; the median (by calls/s) is "
-                      "reported")
+  command
+      ->add_option("--rounds", o->rounds,
+                   "runs of each target, in alternating order; the median (by calls/s) is "
+                   "reported")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{99}));
   command->add_flag("!--no-call-times", o->time_calls,
