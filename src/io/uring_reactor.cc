@@ -177,7 +177,9 @@ class UringReactor final : public Reactor {
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
     io_uring_sqe_set_data64(sqe, kIgnoredTag);
-    io_uring_submit(&ring_);
+    // Also runs the cancelled operations' completions (deferred task running holds them until
+    // this thread asks for events), so they drop their hold on the socket before close().
+    io_uring_submit_and_get_events(&ring_);
     ::close(fd);
   }
 
@@ -341,16 +343,25 @@ class UringReactor final : public Reactor {
   std::vector<std::unique_ptr<AcceptStream>> retiring_;
 };
 
-// Sets up a ring, asking for the cheapest completion mode the kernel offers.
+// Sets up a ring, asking for the cheapest completion mode the kernel offers:
+// - deferred task running (6.1+): completions are posted only when this thread asks for events
+//   (park() waits with GETEVENTS; poll() enters when IORING_SQ_TASKRUN says work is queued),
+//   and a waiting worker is woken once, when the completion it waits for is ready;
+// - cooperative task running (5.19+): the kernel does not interrupt the worker to post
+//   completions; it raises IORING_SQ_TASKRUN and poll() enters the kernel to collect them;
+// - the defaults otherwise.
 int init_ring(io_uring* ring) {
-  io_uring_params params = {};
-  // Cooperative task running: the kernel does not interrupt the worker to post completions;
-  // it raises IORING_SQ_TASKRUN and poll() enters the kernel to collect them.
-  params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
-  int rc = io_uring_queue_init_params(kRingEntries, ring, &params);
-  if (rc == -EINVAL) {
-    params = {};
+  constexpr unsigned kModes[] = {
+      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+      0,
+  };
+  int rc = -EINVAL;
+  for (unsigned flags : kModes) {
+    io_uring_params params = {};
+    params.flags = flags;
     rc = io_uring_queue_init_params(kRingEntries, ring, &params);
+    if (rc != -EINVAL) break;
   }
   return rc;
 }
