@@ -19,6 +19,11 @@ constexpr unsigned kNapPasses = 10;
 constexpr auto kNap = std::chrono::milliseconds(1);
 // A wake-up can be missed (producers publish without a fence): sleep no longer than this.
 constexpr auto kSleep = std::chrono::milliseconds(50);
+// After a pass that took less than this from the rings, the writer pauses for kCatchUp before
+// the next one. Draining right behind a producer would read the cache lines it is still writing
+// (and its published tail after every record), moving each line between the two cores.
+constexpr std::uint64_t kSmallPassBytes = 16 * 1024;
+constexpr auto kCatchUp = std::chrono::microseconds(50);
 
 constexpr Site kDroppedSite{Level::warn, __LINE__, base_name(__FILE__), "{} messages dropped"};
 constexpr std::string_view kWriterContext = "tern-log";
@@ -87,6 +92,7 @@ void Writer::run() {
     const bool stopping = stop_.load(std::memory_order_seq_cst);
     const std::uint64_t requested = flush_requested_.load(std::memory_order_seq_cst);
     while (!logger_.try_lock_consumer(self)) std::this_thread::sleep_for(kNap);
+    pass_bytes_ = 0;
     const std::size_t records = drain(stopping || requested != flush_done_);
     report_drops();
     write_batch();
@@ -95,6 +101,10 @@ void Writer::run() {
     finish_flushes(requested);
     if (records > 0) {
       idle_passes = 0;
+      if (pass_bytes_ < kSmallPassBytes && !stopping &&
+          requested == flush_requested_.load(std::memory_order_relaxed)) {
+        std::this_thread::sleep_for(kCatchUp);
+      }
       continue;
     }
     if (stopping) break;
@@ -132,6 +142,7 @@ std::size_t Writer::drain(bool to_the_end) {
 
 std::size_t Writer::drain_ring(Ring& ring, bool to_the_end) {
   std::uint64_t head = ring.head.load(std::memory_order_relaxed);
+  const std::uint64_t first = head;
   const std::uint64_t end = ring.published.load(std::memory_order_acquire);
   if (head == end) return 0;
   const std::uint64_t stop_at = to_the_end ? end : std::min(end, head + ring.capacity() / 4);
@@ -150,6 +161,7 @@ std::size_t Writer::drain_ring(Ring& ring, bool to_the_end) {
       write_batch();
     }
   }
+  pass_bytes_ += head - first;
   ring.head.store(head, std::memory_order_seq_cst);
   logger_.space_freed();
   logger_.written_total.fetch_add(records, std::memory_order_relaxed);

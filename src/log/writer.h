@@ -54,6 +54,7 @@ class Writer {
   fmt::memory_buffer batch_;
   DateCache date_;
   std::uint64_t drops_reported_ = 0;
+  std::uint64_t pass_bytes_ = 0;  // ring bytes the current pass has consumed
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> flush_requested_{0};
   std::mutex flush_mutex_;
