@@ -295,17 +295,24 @@ TEST(TernBench, TtcpAgainstTernEchoAndInProcess) {
   EXPECT_EQ(r["params"]["io"], "blocking");
 }
 
+// The reports of a run that prints one verified JSON line per variant, checked for `mode`.
+std::vector<Json> reports_of(const ToolRun& run, const std::string& mode) {
+  EXPECT_EQ(run.status, 0) << run.out << run.err;
+  std::vector<Json> reports;
+  std::istringstream lines(run.out);
+  for (std::string line; std::getline(lines, line);) {
+    reports.push_back(Json::parse(line));
+    EXPECT_EQ(reports.back()["mode"], mode) << line;
+    EXPECT_EQ(reports.back()["verified"], true) << line;
+  }
+  return reports;
+}
+
 // ---- switch (SEEDS 004) ----
 
 TEST(TernBench, SwitchPrintsOneVerifiedReportPerVariant) {
-  const ToolRun run = bench({"switch", "--switches", "200000"});
-  EXPECT_EQ(run.status, 0) << run.out << run.err;
-  std::istringstream lines(run.out);
   std::vector<std::string> targets;
-  for (std::string line; std::getline(lines, line);) {
-    const Json r = Json::parse(line);
-    EXPECT_EQ(r["mode"], "switch");
-    EXPECT_EQ(r["verified"], true) << line;
+  for (const Json& r : reports_of(bench({"switch", "--switches", "200000"}), "switch")) {
     EXPECT_EQ(r["figures"]["switches"], 200000);
     EXPECT_EQ(r["figures"]["switches_a"], 100000);
     EXPECT_EQ(r["figures"]["switches_b"], 100000);
@@ -320,13 +327,9 @@ TEST(TernBench, SwitchPrintsOneVerifiedReportPerVariant) {
 TEST(TernBench, LogReportsTheMedianOfItsRoundsForEachLoggerAndThreadCount) {
   const ToolRun run = bench(
       {"log", "--calls", "3000", "--threads", "1,2", "--rounds", "3", "--buffer-bytes", "16384"});
-  EXPECT_EQ(run.status, 0) << run.out << run.err;
-  std::istringstream lines(run.out);
   std::vector<std::string> seen;
-  for (std::string line; std::getline(lines, line);) {
-    const Json r = Json::parse(line);
-    EXPECT_EQ(r["mode"], "log");
-    EXPECT_EQ(r["verified"], true) << line;
+  for (const Json& r : reports_of(run, "log")) {
+    const std::string line = r.dump();
     EXPECT_EQ(r["figures"]["lines"], 3000) << line;
     // The reported run is the median of the three rounds by calls/s.
     const Json& rounds = r["figures"]["calls_per_s_rounds"];
