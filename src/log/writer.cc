@@ -92,16 +92,15 @@ void Writer::run() {
     const bool stopping = stop_.load(std::memory_order_seq_cst);
     const std::uint64_t requested = flush_requested_.load(std::memory_order_seq_cst);
     while (!logger_.try_lock_consumer(self)) std::this_thread::sleep_for(kNap);
-    pass_bytes_ = 0;
-    const std::size_t records = drain(stopping || requested != flush_done_);
+    const Drained drained = drain(stopping || requested != flush_done_);
     report_drops();
     write_batch();
     tsc_clock().maybe_renew();
     logger_.unlock_consumer();
     finish_flushes(requested);
-    if (records > 0) {
+    if (drained.records > 0) {
       idle_passes = 0;
-      if (pass_bytes_ < kSmallPassBytes && !stopping &&
+      if (drained.bytes < kSmallPassBytes && !stopping &&
           requested == flush_requested_.load(std::memory_order_relaxed)) {
         std::this_thread::sleep_for(kCatchUp);
       }
@@ -120,14 +119,16 @@ void Writer::run() {
   logger_.writer_tid.store(0, std::memory_order_relaxed);
 }
 
-std::size_t Writer::drain(bool to_the_end) {
-  std::size_t records = 0;
+Writer::Drained Writer::drain(bool to_the_end) {
+  Drained total;
   Ring* previous = nullptr;
   Ring* ring = logger_.rings.load(std::memory_order_acquire);
   while (ring != nullptr) {
     Ring* next = ring->next;
     const bool retired = ring->retired.load(std::memory_order_acquire);
-    records += drain_ring(*ring, to_the_end || retired);
+    const Drained one = drain_ring(*ring, to_the_end || retired);
+    total.records += one.records;
+    total.bytes += one.bytes;
     if (retired && ring->head.load(std::memory_order_relaxed) ==
                        ring->published.load(std::memory_order_acquire)) {
       logger_.unlink(previous, ring);
@@ -137,14 +138,14 @@ std::size_t Writer::drain(bool to_the_end) {
     }
     ring = next;
   }
-  return records;
+  return total;
 }
 
-std::size_t Writer::drain_ring(Ring& ring, bool to_the_end) {
+Writer::Drained Writer::drain_ring(Ring& ring, bool to_the_end) {
   std::uint64_t head = ring.head.load(std::memory_order_relaxed);
   const std::uint64_t first = head;
   const std::uint64_t end = ring.published.load(std::memory_order_acquire);
-  if (head == end) return 0;
+  if (head == end) return {};
   const std::uint64_t stop_at = to_the_end ? end : std::min(end, head + ring.capacity() / 4);
   std::size_t records = 0;
   while (head < stop_at) {
@@ -161,12 +162,11 @@ std::size_t Writer::drain_ring(Ring& ring, bool to_the_end) {
       write_batch();
     }
   }
-  pass_bytes_ += head - first;
   ring.head.store(head, std::memory_order_seq_cst);
   logger_.space_freed();
   logger_.written_total.fetch_add(records, std::memory_order_relaxed);
   logger_.written_counter.add(records);
-  return records;
+  return {records, head - first};
 }
 
 void Writer::write_batch() {

@@ -42,8 +42,13 @@ class Writer {
 
  private:
   void run();
-  std::size_t drain(bool to_the_end);
-  std::size_t drain_ring(Ring& ring, bool to_the_end);
+  // What a pass over the rings took: records formatted and ring bytes freed.
+  struct Drained {
+    std::size_t records = 0;
+    std::uint64_t bytes = 0;
+  };
+  Drained drain(bool to_the_end);
+  Drained drain_ring(Ring& ring, bool to_the_end);
   void write_batch();
   void report_drops();
   void finish_flushes(std::uint64_t requested);
@@ -54,7 +59,6 @@ class Writer {
   fmt::memory_buffer batch_;
   DateCache date_;
   std::uint64_t drops_reported_ = 0;
-  std::uint64_t pass_bytes_ = 0;  // ring bytes the current pass has consumed
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> flush_requested_{0};
   std::mutex flush_mutex_;
