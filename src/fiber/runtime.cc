@@ -54,24 +54,32 @@ constexpr std::size_t kMaxStartHooks = 8;
 std::atomic<RuntimeStartHook> start_hooks[kMaxStartHooks] = {};
 std::atomic<std::size_t> start_hook_count{0};
 
+// The duration in the environment variable `name`, parsed by `parse`: zero when it is unset or
+// empty, and when it does not parse (then `complaint` is logged after the name and value).
+template <typename Duration, typename Parse>
+Duration duration_from_environment(const char* name, Parse parse, std::string_view complaint) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return Duration(0);
+  Result<Duration> parsed = parse(value);
+  if (!parsed) {
+    TERN_LOG_WARN("{}={} {}", name, value, complaint);
+    return Duration(0);
+  }
+  return *parsed;
+}
+
 // The profiler interval: the option, else TERN_PROF (read once; a bad value is reported once
 // and leaves the profiler off).
 std::chrono::nanoseconds prof_interval(const RuntimeOptions& options) {
   if (options.prof_interval) return std::max(*options.prof_interval, std::chrono::milliseconds(0));
   static const std::chrono::milliseconds from_environment = [] {
-    const char* value = std::getenv("TERN_PROF");
-    if (value == nullptr || *value == '\0') return std::chrono::milliseconds(0);
-    Result<std::chrono::milliseconds> parsed = prof::parse_interval(value);
-    if (!parsed) {
-      TERN_LOG_WARN(
-          "TERN_PROF={} is not an interval such as 10s, 500ms or 1m (or 0, off); the profiler "
-          "stays off",
-          value);
-      return std::chrono::milliseconds(0);
-    }
-    if (!TERN_PROF_ENABLED && parsed->count() > 0)
-      TERN_LOG_WARN("TERN_PROF={} is ignored: tern was built with -DTERN_PROF=OFF", value);
-    return *parsed;
+    const std::chrono::milliseconds interval = duration_from_environment<std::chrono::milliseconds>(
+        "TERN_PROF", prof::parse_interval,
+        "is not an interval such as 10s, 500ms or 1m (or 0, off); the profiler stays off");
+    if (!TERN_PROF_ENABLED && interval.count() > 0)
+      TERN_LOG_WARN("TERN_PROF={} is ignored: tern was built with -DTERN_PROF=OFF",
+                    std::getenv("TERN_PROF"));
+    return interval;
   }();
   return from_environment;
 }
@@ -80,19 +88,11 @@ std::chrono::nanoseconds prof_interval(const RuntimeOptions& options) {
 // bad value is reported once and leaves polling off).
 std::chrono::nanoseconds idle_poll(const RuntimeOptions& options) {
   if (options.idle_poll) return std::max(*options.idle_poll, std::chrono::microseconds(0));
-  static const std::chrono::nanoseconds from_environment = [] {
-    const char* value = std::getenv("TERN_IDLE_POLL");
-    if (value == nullptr || *value == '\0') return std::chrono::nanoseconds(0);
-    Result<std::chrono::nanoseconds> parsed = parse_duration(value);
-    if (!parsed || *parsed > kMaxIdlePoll) {
-      TERN_LOG_WARN(
-          "TERN_IDLE_POLL={} is not a duration of at most 1s such as 200us or 1ms (or 0, off); "
-          "idle workers sleep at once",
-          value);
-      return std::chrono::nanoseconds(0);
-    }
-    return *parsed;
-  }();
+  static const std::chrono::microseconds from_environment =
+      duration_from_environment<std::chrono::microseconds>(
+          "TERN_IDLE_POLL", parse_idle_poll,
+          "is not a duration of at most 1s such as 200us or 1ms (or 0, off); idle workers sleep "
+          "at once");
   return from_environment;
 }
 
@@ -133,6 +133,12 @@ void add_runtime_start_hook(RuntimeStartHook hook) noexcept {
   const std::size_t index = start_hook_count.fetch_add(1, std::memory_order_acq_rel);
   TERN_ASSERT(index < kMaxStartHooks, "tern::add_runtime_start_hook: too many hooks");
   start_hooks[index].store(hook, std::memory_order_release);
+}
+
+Result<std::chrono::microseconds> parse_idle_poll(std::string_view text) noexcept {
+  Result<std::chrono::nanoseconds> parsed = parse_duration(text);
+  if (!parsed || *parsed > kMaxIdlePoll) return fail(std::errc::invalid_argument);
+  return std::chrono::duration_cast<std::chrono::microseconds>(*parsed);
 }
 
 Runtime::Runtime(RuntimeOptions options)

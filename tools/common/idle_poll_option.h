@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 
-#include "tern/base/duration.h"
 #include "tern/fiber/runtime.h"
 
 namespace tern::tools {
@@ -24,11 +23,11 @@ inline constexpr const char* kIdlePollOptionHelp =
 inline std::string check_idle_poll_option(const std::string& text,
                                           std::optional<std::chrono::microseconds>& idle_poll) {
   if (text.empty()) return {};
-  Result<std::chrono::nanoseconds> parsed = parse_duration(text);
-  if (!parsed || *parsed > kMaxIdlePoll)
+  Result<std::chrono::microseconds> parsed = parse_idle_poll(text);
+  if (!parsed)
     return "--idle-poll " + text +
            ": expected a duration of at most 1s such as 200us or 1ms (or 0)";
-  idle_poll = std::chrono::duration_cast<std::chrono::microseconds>(*parsed);
+  idle_poll = *parsed;
   return {};
 }
 

@@ -20,10 +20,15 @@ namespace detail {
 class RuntimeState;
 }
 
-// How to build a Runtime.
 // The longest idle poll accepted from TERN_IDLE_POLL (and from tern's tools' --idle-poll).
 inline constexpr std::chrono::seconds kMaxIdlePoll{1};
 
+// Parses an idle poll time as TERN_IDLE_POLL and the tools' --idle-poll take it ("200us", "1ms";
+// "0" or "off": none); fails with invalid_argument on anything else or past kMaxIdlePoll. Any
+// thread.
+Result<std::chrono::microseconds> parse_idle_poll(std::string_view text) noexcept;
+
+// How to build a Runtime.
 struct RuntimeOptions {
   // Worker threads, each with its own scheduler; 0 means one per CPU the process may use.
   std::size_t workers = 0;
