@@ -36,15 +36,22 @@ void on_workers(std::size_t workers, Fn&& fn) {
   runtime.run(std::forward<Fn>(fn));
 }
 
-// A connected pair of non-blocking Unix stream sockets, closed through tern::io.
-struct SocketPair {
+// Two descriptors closed through tern::io when the pair goes away.
+struct FdPair {
   int fds[2] = {-1, -1};
-  SocketPair() {
-    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0);
-  }
-  ~SocketPair() {
+  FdPair() = default;
+  FdPair(const FdPair&) = delete;
+  FdPair& operator=(const FdPair&) = delete;
+  ~FdPair() {
     tern::io::close(fds[0]);
     tern::io::close(fds[1]);
+  }
+};
+
+// A connected pair of non-blocking Unix stream sockets.
+struct SocketPair : FdPair {
+  SocketPair() {
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0);
   }
 };
 
@@ -138,9 +145,8 @@ TEST(ReadWrite, LargeTransferWithFullBuffersIsExact) {
   });
 }
 
-// A connected pair of loopback TCP sockets (non-blocking), closed through tern::io.
-struct TcpPair {
-  int fds[2] = {-1, -1};
+// A connected pair of non-blocking loopback TCP sockets.
+struct TcpPair : FdPair {
   TcpPair() {
     const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address = {};
@@ -155,10 +161,6 @@ struct TcpPair {
     fds[1] = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     ::close(listener);
     for (int fd : fds) EXPECT_EQ(::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
-  }
-  ~TcpPair() {
-    tern::io::close(fds[0]);
-    tern::io::close(fds[1]);
   }
 };
 
