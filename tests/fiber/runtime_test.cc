@@ -74,6 +74,16 @@ TEST(Runtime, PostFromAnOutsideThreadWhileRunning) {
   EXPECT_EQ(ran.load(), 100);
 }
 
+TEST(IdlePoll, ParsesDurationsUpToTheLimit) {
+  EXPECT_EQ(tern::parse_idle_poll("200us").value(), 200us);
+  EXPECT_EQ(tern::parse_idle_poll("1.5ms").value(), 1500us);
+  EXPECT_EQ(tern::parse_idle_poll("1s").value(), tern::kMaxIdlePoll);
+  EXPECT_EQ(tern::parse_idle_poll("0").value(), 0us);
+  EXPECT_EQ(tern::parse_idle_poll("off").value(), 0us);
+  for (const char* bad : {"1001ms", "2s", "200", "", "fast", "-1us"})
+    EXPECT_EQ(tern::parse_idle_poll(bad).error(), std::errc::invalid_argument) << bad;
+}
+
 // With idle_poll, an idle worker polls instead of sleeping, and wakers do not wake it: what
 // arrives meanwhile (a due timer, a post from a worker or another thread) must be found by the
 // polling itself. A 1 s poll makes a miss cost about a second a round, so 20 rounds well under
