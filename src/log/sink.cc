@@ -55,7 +55,7 @@ Result<std::shared_ptr<FileSink>> FileSink::open(FileSinkOptions options) {
 }
 
 FileSink::FileSink(FileSinkOptions options, int fd, std::uint64_t size)
-    : options_(std::move(options)), fd_(fd), size_(size) {
+    : options_(std::move(options)), fd_(fd), size_(size), writeback_from_(size), drop_from_(size) {
   if (!options_.clock) options_.clock = [] { return std::chrono::system_clock::now(); };
   names_.push_back(options_.path);
   for (std::size_t i = 1; i <= options_.backups; ++i)
@@ -80,6 +80,8 @@ void FileSink::rotate() {
   fd_ = open_for_append(names_[0]);
   if (fd_ < 0) count_error();
   size_ = 0;
+  writeback_from_ = 0;
+  drop_from_ = 0;
 }
 
 void FileSink::write_all(std::string_view bytes) {
@@ -93,6 +95,27 @@ void FileSink::write_all(std::string_view bytes) {
   }
   if (!write_fully(fd_, bytes)) count_error();
   size_ += bytes.size();
+  const std::size_t window = options_.writeback_window;
+  if (window != 0 && size_ - writeback_from_ >= window) start_writeback();
+}
+
+void FileSink::start_writeback() noexcept {
+  // Both calls are hints that never wait for the disk: pages still dirty or under writeback
+  // stay cached, so a burst larger than the disk's speed is absorbed as before.
+  const std::size_t window = options_.writeback_window;
+  if (::sync_file_range(fd_, static_cast<off_t>(writeback_from_),
+                        static_cast<off_t>(size_ - writeback_from_), SYNC_FILE_RANGE_WRITE) != 0) {
+    options_.writeback_window = 0;  // not a regular file (a pipe, a device): nothing to manage
+    return;
+  }
+  writeback_from_ = size_;
+  if (writeback_from_ < 2 * window) return;
+  const std::uint64_t drop_to = writeback_from_ - 2 * window;
+  if (drop_to > drop_from_) {
+    (void)::posix_fadvise(fd_, static_cast<off_t>(drop_from_),
+                          static_cast<off_t>(drop_to - drop_from_), POSIX_FADV_DONTNEED);
+    drop_from_ = drop_to;
+  }
 }
 
 void FileSink::write(std::string_view lines) {

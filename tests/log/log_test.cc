@@ -1,11 +1,15 @@
 // tern::log: levels and filters, line format, sinks and rotation, block and drop policies,
 // threads that exit, fibers, long messages, counters, FATAL and the crash handler.
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -21,6 +25,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "log/log_min_level.h"
 #include "tern/fiber/fiber.h"
@@ -419,6 +425,72 @@ TEST_F(LogTest, FileSinkRotatesBySizeKeepingBackups) {
   EXPECT_EQ(numbers.back(), 399);
   for (std::size_t i = 1; i < numbers.size(); ++i) EXPECT_EQ(numbers[i], numbers[i - 1] + 1);
   EXPECT_LT(numbers.front(), 399 - 40) << "four files of ~2000 bytes hold well over 40 lines";
+}
+
+// Which of the pages of [begin, end) of the file at path are in the page cache.
+std::vector<bool> cached_pages(const fs::path& path, std::size_t begin, std::size_t end) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  EXPECT_GE(fd, 0);
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  void* map = ::mmap(nullptr, end, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  EXPECT_NE(map, MAP_FAILED);
+  std::vector<unsigned char> residency((end + page - 1) / page);
+  EXPECT_EQ(::mincore(map, end, residency.data()), 0);
+  ::munmap(map, end);
+  std::vector<bool> cached;
+  for (std::size_t p = begin / page; p < residency.size(); ++p) cached.push_back(residency[p] & 1);
+  return cached;
+}
+
+TEST_F(LogTest, FileSinkWritesBackAndDropsCleanPagesTwoWindowsBehind) {
+  TempDir dir;
+  struct statfs fs_info = {};
+  ASSERT_EQ(::statfs(dir.path().c_str(), &fs_info), 0);
+  if (fs_info.f_type == TMPFS_MAGIC) GTEST_SKIP() << "tmpfs pages are the file: none to drop";
+  const fs::path path = dir.path() / "window.log";
+  constexpr std::size_t kWindow = 64 * 1024;
+  auto sink = tern::log::FileSink::open({.path = path, .writeback_window = kWindow});
+  ASSERT_TRUE(sink);
+  // 1 KiB lines, so that the windows end exactly on writes.
+  int next_line = 0;
+  auto write_windows = [&](int windows) {
+    for (std::size_t i = 0; i < windows * kWindow / 1024; ++i) {
+      std::string line = fmt::format("line {:06}", next_line++);
+      line.resize(1023, '.');
+      (*sink)->write(line + "\n");
+    }
+  };
+  write_windows(4);
+  // Windows 0-3 are on disk now; the sink's drops at the ends of windows 5 and 6 find windows 2
+  // and 3 clean (its drops of windows 0 and 1 may have come while they were dirty).
+  const int reader = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  ASSERT_EQ(::fdatasync(reader), 0);
+  ::close(reader);
+  write_windows(2);
+
+  const std::vector<bool> dropped = cached_pages(path, 2 * kWindow, 4 * kWindow);
+  EXPECT_EQ(std::count(dropped.begin(), dropped.end(), true), 0)
+      << "windows 2 and 3 were clean and more than two windows back";
+  const std::vector<bool> recent = cached_pages(path, 4 * kWindow, 6 * kWindow);
+  EXPECT_EQ(std::count(recent.begin(), recent.end(), false), 0)
+      << "the last two windows stay cached";
+  EXPECT_EQ((*sink)->errors(), 0u);
+  const std::vector<std::string> lines = split_lines(read_file(path));
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(next_line)) << "nothing lost";
+  for (int i = 0; i < next_line; ++i) {
+    ASSERT_EQ(lines[i].substr(0, 11), fmt::format("line {:06}", i));
+  }
+}
+
+TEST_F(LogTest, FileSinkWritebackWindowOnADeviceIsNoError) {
+  // /dev/null takes writes but has no pages to write back: the sink stops trying.
+  auto sink = tern::log::FileSink::open({.path = "/dev/null", .writeback_window = 4096});
+  ASSERT_TRUE(sink);
+  const std::string lines(1023, '.');
+  for (int i = 0; i < 16; ++i) (*sink)->write(lines + "\n");
+  EXPECT_EQ((*sink)->errors(), 0u);
 }
 
 TEST_F(LogTest, FileSinkRotatesByDayWithAnInjectedClock) {

@@ -1,7 +1,8 @@
 // log: the "log speed" test of SEEDS 002. --calls log calls (1,000,000) of a ~100-character
 // message with the date/time, level, thread and file:line prefix go into a file on local disk,
 // from each --threads count of threads (1 and 4), through:
-//   tern:   tern::log, asynchronous, Policy::block (no line lost), its default 1 MiB per thread;
+//   tern:   tern::log, asynchronous, Policy::block (no line lost), its default 1 MiB per thread
+//           and its file sink's default 8 MiB writeback window;
 //   spdlog: spdlog's async_logger with one worker thread and a blocking queue of 8192 messages
 //           (async_overflow_policy::block, its defaults), a basic_file_sink_mt and the same
 //           prefix pattern (UTC, microseconds).
@@ -64,6 +65,8 @@ struct LogOptions {
   std::string target = "both";
   std::size_t buffer_bytes = 1 << 20;  // tern: per thread
   std::size_t queue_items = 8192;      // spdlog: messages in the async queue
+  // tern: the file sink's writeback window (0: the kernel manages the file's pages)
+  std::size_t writeback_window = log::FileSinkOptions{}.writeback_window;
   bool time_calls = true;
   std::size_t rounds = 3;  // runs per target; the median one is reported
 };
@@ -187,10 +190,11 @@ void timed_run(const LogOptions& o, std::size_t threads, Meter& meter, RunResult
 
 RunResult run_tern(const LogOptions& o, std::size_t threads, const fs::path& file, Meter& meter) {
   RunResult out;
-  Result<void> started = log::init({.file = {.path = file.string()},
-                                    .level = log::Level::info,
-                                    .policy = log::Policy::block,
-                                    .buffer_bytes = o.buffer_bytes});
+  Result<void> started =
+      log::init({.file = {.path = file.string(), .writeback_window = o.writeback_window},
+                 .level = log::Level::info,
+                 .policy = log::Policy::block,
+                 .buffer_bytes = o.buffer_bytes});
   if (!started) {
     out.errors.push_back(fmt::format("tern::log::init: {}", started.error().message()));
     return out;
@@ -237,6 +241,7 @@ Report make_report(const LogOptions& o, const std::string& target, std::size_t t
   if (target == "tern") {
     report.params["policy"] = "block";
     report.params["buffer_bytes_per_thread"] = o.buffer_bytes;
+    report.params["writeback_window"] = o.writeback_window;
   } else {
     report.params["overflow_policy"] = "block";
     report.params["queue_items"] = o.queue_items;
@@ -422,6 +427,12 @@ void add_log_command(CLI::App& app) {
   command->add_option("--buffer-bytes", o->buffer_bytes, "tern: buffer per logging thread")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{16 * 1024}, std::size_t{1} << 30));
+  command
+      ->add_option("--writeback-window", o->writeback_window,
+                   "tern: bytes the file sink writes between starting writeback and dropping "
+                   "clean pages two windows back from the page cache (0: the kernel decides)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
   command->add_option("--queue", o->queue_items, "spdlog: messages in its async queue")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));

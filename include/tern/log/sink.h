@@ -42,13 +42,19 @@ struct FileSinkOptions {
   std::uint64_t max_bytes = 0;  // rotate before the file would grow past this (0: no limit)
   bool daily = false;           // rotate when the UTC day changes
   std::size_t backups = 5;      // rotated files kept: path.1 (newest) .. path.N; older dropped
+  // Every this many bytes written, the sink starts their writeback to disk and asks the kernel
+  // to drop, once clean, what lies more than two windows back from the page cache; 0 leaves
+  // the page cache to the kernel.
+  std::size_t writeback_window = 8u << 20;
   // The clock the daily rotation reads (tests inject one); empty: std::chrono::system_clock.
   std::function<std::chrono::system_clock::time_point()> clock;
 };
 
 // Appends lines to a file, rotating it by size and/or by day: path becomes path.1, path.1
 // becomes path.2 and so on up to path.N, whose old contents are dropped. A line is never split
-// across two files. Lines go straight to write(2): the logger batches them already.
+// across two files. Lines go straight to write(2): the logger batches them already. Written
+// data goes to disk a window at a time (FileSinkOptions::writeback_window) instead of piling up
+// as dirty pages, and the file's older pages leave the page cache once they are on disk.
 class FileSink final : public Sink {
  public:
   // Opens (creating or appending to) options.path. Any thread.
@@ -67,12 +73,15 @@ class FileSink final : public Sink {
   std::int64_t today() const;
   void rotate();
   void write_all(std::string_view bytes);
+  void start_writeback() noexcept;
   void count_error() noexcept { errors_.fetch_add(1, std::memory_order_relaxed); }
 
   FileSinkOptions options_;
   std::vector<std::string> names_;  // path, path.1 .. path.N, built once (rotation allocates none)
   int fd_;
   std::uint64_t size_;
+  std::uint64_t writeback_from_;  // where the next writeback starts (bytes before it are started)
+  std::uint64_t drop_from_;       // where the next drop from the page cache starts
   std::int64_t day_;
   std::atomic<std::uint64_t> errors_{0};
 };
