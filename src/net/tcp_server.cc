@@ -134,9 +134,11 @@ void TcpServer::accept_loop(WorkerState& worker) {
     }
     shared_->accepted.fetch_add(1, std::memory_order_relaxed);
     shared_->connections.add();
-    if (options_.accept_mode == AcceptMode::round_robin) {
-      const std::size_t target =
-          shared_->next_worker.fetch_add(1, std::memory_order_relaxed) % shared_->workers.size();
+    const std::size_t target =
+        options_.accept_mode == AcceptMode::round_robin
+            ? shared_->next_worker.fetch_add(1, std::memory_order_relaxed) % shared_->workers.size()
+            : worker.index;
+    if (target != worker.index) {
       WorkerState* owner = shared_->workers[target].get();
       const int fd = stream->socket().release();
       if (!tern::post(target, [this, owner, fd] { serve(TcpStream(Socket(fd)), *owner); })) {

@@ -182,8 +182,9 @@ TEST(AdminEndpoint, MetricsAndStatusOfARuntimeStartedWithTheOption) {
     ASSERT_TRUE(admin.has_value());
     EXPECT_NE(admin->port(), 0);
 
-    // Some traffic through a TcpServer: one connection stays open while we scrape.
-    tern::net::TcpServer server({}, echo);
+    // Some traffic through a TcpServer: one connection stays open while we scrape. A listener
+    // per worker puts an acceptor on worker 1 too.
+    tern::net::TcpServer server({.accept_mode = tern::net::AcceptMode::reuse_port}, echo);
     tern::Result<Address> bound = server.start(Address::loopback(0));
     ASSERT_TRUE(bound);
     tern::Result<TcpStream> client = TcpStream::connect(*bound, patience());

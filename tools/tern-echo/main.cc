@@ -29,7 +29,7 @@ struct Config {
   std::uint16_t port = 7000;
   std::string io = "auto";
   std::size_t buf = 16 * 1024;
-  std::string accept = "reuseport";
+  std::string accept = "roundrobin";
   std::string mode = "echo";
   bool discard = false;
   std::size_t max_connections = 0;
@@ -125,8 +125,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--io", config.io, "I/O backend: epoll, uring or auto")->capture_default_str();
   app.add_option("--buf", config.buf, "read buffer per connection, bytes")->capture_default_str();
-  app.add_option("--accept", config.accept,
-                 "reuseport (a listener per worker) or roundrobin (one acceptor hands out)")
+  app.add_option(
+         "--accept", config.accept,
+         "roundrobin (one acceptor hands connections to the workers in turn) or reuseport (a "
+         "listener per worker; the kernel picks by a hash, unevenly for few connections)")
       ->capture_default_str();
   app.add_option("--mode", config.mode, "echo, discard, frame16 or ttcp")->capture_default_str();
   app.add_flag("--discard", config.discard, "same as --mode discard");

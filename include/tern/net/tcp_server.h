@@ -17,13 +17,18 @@ namespace tern::net {
 
 // How a TcpServer spreads connections over the runtime's workers.
 enum class AcceptMode {
-  reuse_port,   // every worker accepts on its own SO_REUSEPORT listener (the kernel balances)
-  round_robin,  // one acceptor on the starting worker hands connections out in turn
+  // One acceptor on the starting worker hands connections out in turn: every worker gets the
+  // same count, however few connections there are.
+  round_robin,
+  // Every worker accepts on its own SO_REUSEPORT listener and the kernel picks one by a hash of
+  // the connection's addresses: accepting scales with the workers, but a few connections can
+  // land unevenly (a uniform hash splits 10 over 2 workers 7-3 or worse a third of the time).
+  reuse_port,
 };
 
 // How a TcpServer behaves.
 struct ServerOptions {
-  AcceptMode accept_mode = AcceptMode::reuse_port;
+  AcceptMode accept_mode = AcceptMode::round_robin;
   // Connections open at once; more are accepted and closed at once (0: no limit).
   std::size_t max_connections = 0;
   // A connection whose reads and writes make no progress for this long is timed out: its
