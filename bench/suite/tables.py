@@ -87,7 +87,7 @@ def log_cells(calls):
 
 def pingpong_cells(seconds, full):
     blocks = [16384, 32768, 65536] if full else [16384]
-    threads_list = [1, 2, 4] if full else [1]
+    threads_list = [1, 2, 4] if full else [1, 2]
     cells = []
     for block in blocks:
         for threads in threads_list:
