@@ -88,6 +88,8 @@ Result<Channel> Channel::open(std::string_view targets, ChannelOptions options) 
     }
   }
   impl->stats.endpoints = impl->endpoints.size();
+  if (impl->endpoints.size() == 1 && impl->endpoints[0]->connections.size() == 1)
+    impl->only_connection = impl->endpoints[0]->connections[0].get();
   for (auto& endpoint : impl->endpoints) {
     for (auto& connection : endpoint->connections) connection->start();
   }

@@ -180,7 +180,7 @@ bool ClientConnection::send(PendingCall* call, FrameType type, const wire::Metad
   const std::uint64_t id = next_id_++;
   if (call != nullptr) {
     call->id = id;
-    pending_.emplace(id, call);
+    pending_.insert(id, call);
   }
   append_message_frame(writer_->buffer(), type, id, &metadata, request, compress);
   // With other calls on this connection, requests sent in the same round share one write.
@@ -189,7 +189,7 @@ bool ClientConnection::send(PendingCall* call, FrameType type, const wire::Metad
 }
 
 void ClientConnection::forget(PendingCall& call) {
-  if (pending_.erase(call.id) == 0) return;
+  if (pending_.take(call.id) == nullptr) return;
   if (state_ == State::ready || state_ == State::draining) {
     append_frame(writer_->buffer(), FrameType::cancel, call.id, nullptr, {}, false);
     writer_->wake();
@@ -204,9 +204,7 @@ void ClientConnection::finish(PendingCall& call, Status status) {
 }
 
 void ClientConnection::fail_all(const Status& status) {
-  auto pending = std::move(pending_);
-  pending_.clear();
-  for (auto& [id, call] : pending) {
+  for (PendingCall* call : pending_.take_all()) {
     call->transport_failure = true;
     finish(*call, status);
   }
@@ -264,8 +262,8 @@ bool ClientConnection::handle(const RawFrame& frame) {
 
 bool ClientConnection::handle_response(const RawFrame& frame) {
   const std::uint64_t id = frame.header.call_id;
-  auto found = pending_.find(id);
-  if (found == pending_.end()) {
+  PendingCall* found = pending_.take(id);
+  if (found == nullptr) {
     if (id == 0 || id >= next_id_) {
       protocol_error(make_error_code(ProtocolErrc::unknown_call_id),
                      fmt::format("reply to call {}; the last call sent was {}", id, next_id_ - 1));
@@ -274,8 +272,7 @@ bool ClientConnection::handle_response(const RawFrame& frame) {
     ++channel_.stats.late_replies;  // the caller gave up (deadline or cancel) before it came
     return true;
   }
-  PendingCall& call = *found->second;
-  pending_.erase(found);
+  PendingCall& call = *found;
   if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
     finish(call, Status(StatusCode::internal, "the reply's metadata is not valid protobuf"));
     protocol_error(parsed.error(), fmt::format("reply to call {}", id));

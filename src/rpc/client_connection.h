@@ -4,11 +4,11 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 #include "frame.h"
 #include "frame_writer.h"
 #include "metadata.pb.h"
+#include "pending_calls.h"
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/wait_group.h"
@@ -59,6 +59,9 @@ struct Channel::Impl {
   std::vector<std::unique_ptr<detail::Endpoint>> endpoints;
   std::vector<std::pair<std::uint64_t, std::size_t>> ring;  // consistent hash: point, endpoint
   std::size_t next_endpoint = 0;
+  // The channel's connection when it has exactly one (one endpoint, a pool of one): calls pick
+  // it without walking the endpoint list.
+  detail::ClientConnection* only_connection = nullptr;
   Event state_changed;  // set whenever a connection becomes ready or fails
   WaitGroup async_calls;
   ChannelStats stats;
@@ -120,7 +123,7 @@ class ClientConnection {
   net::Buffer in_;
   wire::Metadata metadata_;
   std::string scratch_;
-  std::unordered_map<std::uint64_t, PendingCall*> pending_;
+  PendingCalls pending_;
   std::uint64_t next_id_ = 1;
   std::uint64_t pings_sent_ = 0;       // on the current connection
   std::uint64_t last_pong_ = 0;        // the highest ping id answered on it

@@ -55,6 +55,11 @@ void build_ring(Channel::Impl& channel) {
 
 ClientConnection* pick_connection(Channel::Impl& channel, const std::optional<std::uint64_t>& key,
                                   std::span<Endpoint* const> excluded) {
+  if (ClientConnection* only = channel.only_connection) {
+    const bool usable = only->state() == ClientConnection::State::ready &&
+                        !is_excluded(excluded, &only->endpoint());
+    return usable ? only : nullptr;
+  }
   if (channel.options.load_balancing != LoadBalancing::consistent_hash || !key ||
       channel.ring.empty()) {
     return round_robin(channel, excluded);
