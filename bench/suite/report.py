@@ -76,7 +76,8 @@ class Report:
                 ["memory", f"{m.get('memory_gib', '?')} GiB"], ["kernel", m["kernel"]],
                 ["compiler", m["compiler"]], ["build type", m["build_type"]],
                 ["tern I/O backend", "epoll (`tern`) and io_uring (`tern-uring`) servers; "
-                 "tern-bench clients on epoll unless a row says otherwise"],
+                 "tern-bench clients on epoll, except RPC (001), where the client uses the "
+                 "server's backend"],
                 ["io_uring", m.get("io_uring", "?")], ["load average before", m.get("loadavg_before", "?")]]
         for name, peer in sorted(self.results.get("peers", {}).items()):
             version = ", ".join(str(peer[k]) for k in ("library", "toolchain") if peer.get(k))
@@ -255,7 +256,8 @@ class Report:
                    "server decodes it, sets field1 = \"OK\" and field2 = 100 and replies. C clients, "
                    "each with its own connection, make N calls in all (N/C each, one after another); "
                    "every reply is checked (field1, field2, and field3 untouched). Each server is "
-                   "driven by its own client: tern-rpc-server by `tern-bench rpc`, gRPC by "
+                   "driven by its own client: tern-rpc-server by `tern-bench rpc` on the server's I/O "
+                   "backend (the `tern` column epoll, `tern-uring` io_uring), gRPC by "
                    "grpc_rpc_client, rpcx and erpc by their Go clients. Servers and clients run one "
                    "thread each. TPS = verified calls / seconds from the first call to the last "
                    "reply; latency per call in µs (the seed printed whole ms and a minimum of 0).\n")
