@@ -65,7 +65,6 @@ struct Channel::Impl {
   Event state_changed;  // set whenever a connection becomes ready or fails
   WaitGroup async_calls;
   ChannelStats stats;
-  wire::Metadata scratch;  // request metadata, encoded by one fiber at a time
   bool closing = false;
   std::size_t owner_worker = 0;
 };
