@@ -18,9 +18,7 @@ class PendingCalls {
   // Adds call under id, which must not be in the table.
   void insert(std::uint64_t id, PendingCall* call) {
     if ((size_ + 1) * 2 > slots_.size()) grow();
-    std::size_t at = id & mask();
-    while (slots_[at].id != 0) at = (at + 1) & mask();
-    slots_[at] = {id, call};
+    place({id, call});
     ++size_;
   }
 
@@ -89,11 +87,15 @@ class PendingCalls {
     std::vector<Slot> old(slots_.empty() ? kInitialSlots : slots_.size() * 2);
     old.swap(slots_);
     for (const Slot& slot : old) {
-      if (slot.id == 0) continue;
-      std::size_t at = slot.id & mask();
-      while (slots_[at].id != 0) at = (at + 1) & mask();
-      slots_[at] = slot;
+      if (slot.id != 0) place(slot);
     }
+  }
+
+  // Puts slot in the first free slot from its id's home on (the table has room).
+  void place(const Slot& slot) noexcept {
+    std::size_t at = slot.id & mask();
+    while (slots_[at].id != 0) at = (at + 1) & mask();
+    slots_[at] = slot;
   }
 
   std::vector<Slot> slots_;  // a power of two in size, at most half full
