@@ -338,6 +338,12 @@ TEST(TernBench, LogReportsTheMedianOfItsRoundsForEachLoggerAndThreadCount) {
     std::sort(sorted.begin(), sorted.end());
     EXPECT_EQ(r["figures"]["calls_per_s"].get<double>(), sorted[1]) << line;
     EXPECT_EQ(r["figures"].contains("calls_per_s_vs_spdlog"), r["target"] == "tern") << line;
+    // The clock's resolution is measured and reported beside the latencies it quantizes.
+    ASSERT_TRUE(r["figures"]["clock_step_ns"].is_number()) << line;
+    EXPECT_GT(r["figures"]["clock_step_ns"].get<double>(), 0.0) << line;
+    EXPECT_LE(r["figures"]["clock_step_ns"].get<double>(),
+              r["figures"]["call_max_ns"].get<double>())
+        << line;
     seen.push_back(r["target"].get<std::string>() + "/" + r["params"]["threads"].dump());
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"tern/1", "spdlog/1", "tern/2", "spdlog/2"}));

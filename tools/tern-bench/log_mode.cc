@@ -130,6 +130,12 @@ void make_calls(const Share& share, bool time_calls, prof::Histogram& histogram,
       seq, kClientName, 100 + seq % 900, 200, 4096);
 }
 
+// What reading the clock costs and how finely it counts, in ticks.
+struct TimerCost {
+  double p50_ticks = 0;
+  double step_ticks = 1;
+};
+
 // What one run measured.
 struct RunResult {
   double seconds = 0;
@@ -232,7 +238,7 @@ RunResult run_spdlog(const LogOptions& o, std::size_t threads, const fs::path& f
 }
 
 Report make_report(const LogOptions& o, const std::string& target, std::size_t threads,
-                   const RunResult& run, double timer_ticks_p50) {
+                   const RunResult& run, const TimerCost& timer) {
   Report report;
   report.mode = "log";
   report.target = target;
@@ -271,7 +277,8 @@ Report make_report(const LogOptions& o, const std::string& target, std::size_t t
   report.figures["call_mean_ns"] = run.call_ticks.count() == 0
                                        ? Json(nullptr)
                                        : Json(round_to(run.call_ticks.mean() * run.ns_per_tick, 1));
-  report.figures["timer_p50_ns"] = round_to(timer_ticks_p50 * run.ns_per_tick, 1);
+  report.figures["timer_p50_ns"] = round_to(timer.p50_ticks * run.ns_per_tick, 1);
+  report.figures["clock_step_ns"] = round_to(timer.step_ticks * run.ns_per_tick, 1);
   report.summary.push_back(fmt::format(
       "{} calls from {} thread(s) in {:.3f} s: {:.0f} calls/s, {:.1f} MiB/s, {} lines of {:.1f} "
       "bytes",
@@ -279,9 +286,10 @@ Report make_report(const LogOptions& o, const std::string& target, std::size_t t
       run.lines > 0 ? static_cast<double>(run.file_bytes) / run.lines : 0.0));
   if (run.call_ticks.count() > 0) {
     report.summary.push_back(fmt::format(
-        "caller ns per call: p50 {}, p90 {}, p99 {}, p99.9 {}, max {} (timer alone: p50 {:.1f})",
+        "caller ns per call: p50 {}, p90 {}, p99 {}, p99.9 {}, max {} (timer alone: p50 {:.1f}; "
+        "the clock advances in steps of {:.1f})",
         ns(50).dump(), ns(90).dump(), ns(99).dump(), ns(99.9).dump(), ns(100).dump(),
-        timer_ticks_p50 * run.ns_per_tick));
+        timer.p50_ticks * run.ns_per_tick, timer.step_ticks * run.ns_per_tick));
   }
   report.summary.push_back("first line: " + run.first_line);
   report.notes.push_back(
@@ -294,20 +302,42 @@ Report make_report(const LogOptions& o, const std::string& target, std::size_t t
   return report;
 }
 
-// The median cost of the timer alone: two tick reads around nothing.
-double timer_p50_ticks() {
-  prof::Histogram h;
+// What the timer alone costs (two tick reads around nothing, median) and the step by which the
+// tick counter most often advances: under a hypervisor the TSC may move in steps of several
+// nanoseconds, which then quantize every caller latency.
+TimerCost measure_timer() {
+  prof::Histogram cost;
   for (int i = 0; i < 100000; ++i) {
     const std::uint64_t before = ticks();
     const std::uint64_t after = ticks();
-    h.record(after - before);
+    cost.record(after - before);
   }
-  return static_cast<double>(h.percentile(50));
+  std::vector<std::uint64_t> steps(10000);
+  std::uint64_t previous = ticks();
+  for (std::size_t changes = 0; changes < steps.size();) {
+    const std::uint64_t now = ticks();
+    if (now == previous) continue;
+    steps[changes++] = now - previous;
+    previous = now;
+  }
+  std::sort(steps.begin(), steps.end());
+  std::uint64_t most_common = steps.front();
+  std::size_t best_run = 0;
+  for (std::size_t i = 0; i < steps.size();) {
+    std::size_t j = i;
+    while (j < steps.size() && steps[j] == steps[i]) ++j;
+    if (j - i > best_run) {
+      best_run = j - i;
+      most_common = steps[i];
+    }
+    i = j;
+  }
+  return {static_cast<double>(cost.percentile(50)), static_cast<double>(most_common)};
 }
 
 // One timed run of target with `threads` threads into a new file of dir, removed afterwards.
 Report run_target(const LogOptions& o, std::string_view target, std::size_t threads,
-                  const fs::path& dir, double timer_ticks) {
+                  const fs::path& dir, const TimerCost& timer) {
   const fs::path file = dir / fmt::format("{}-{}t.log", target, threads);
   Meter meter(threads);
   Progress progress(meter, std::chrono::seconds(1), Progress::rate_line("calls"), o.output.quiet);
@@ -320,7 +350,7 @@ Report run_target(const LogOptions& o, std::string_view target, std::size_t thre
   scan_file(file, run);
   std::error_code ignored;
   fs::remove(file, ignored);
-  Report report = make_report(o, std::string(target), threads, run, timer_ticks);
+  Report report = make_report(o, std::string(target), threads, run, timer);
   cpu.stop(report);
   return report;
 }
@@ -368,7 +398,7 @@ int run_log(const LogOptions& o) {
   } else {
     dir = o.dir;
   }
-  const double timer_ticks = timer_p50_ticks();
+  const TimerCost timer = measure_timer();
   std::vector<std::string_view> targets;
   for (std::string_view target : {"tern", "spdlog"}) {
     if (o.target == "both" || o.target == target) targets.push_back(target);
@@ -381,7 +411,7 @@ int run_log(const LogOptions& o) {
     for (std::size_t round = 0; round < o.rounds; ++round) {
       for (std::size_t k = 0; k < targets.size(); ++k) {
         const std::size_t t = round % 2 == 0 ? k : targets.size() - 1 - k;
-        rounds[t].push_back(run_target(o, targets[t], threads, dir, timer_ticks));
+        rounds[t].push_back(run_target(o, targets[t], threads, dir, timer));
       }
     }
     std::vector<Report> reports;
