@@ -302,6 +302,23 @@ Report make_report(const LogOptions& o, const std::string& target, std::size_t t
   return report;
 }
 
+// The value that occurs most often in `values` (not empty); sorts them.
+std::uint64_t most_common(std::vector<std::uint64_t>& values) {
+  std::sort(values.begin(), values.end());
+  std::uint64_t best = values.front();
+  std::size_t best_count = 0;
+  for (std::size_t i = 0; i < values.size();) {
+    std::size_t end = i;
+    while (end < values.size() && values[end] == values[i]) ++end;
+    if (end - i > best_count) {
+      best_count = end - i;
+      best = values[i];
+    }
+    i = end;
+  }
+  return best;
+}
+
 // What the timer alone costs (two tick reads around nothing, median) and the step by which the
 // tick counter most often advances: under a hypervisor the TSC may move in steps of several
 // nanoseconds, which then quantize every caller latency.
@@ -320,19 +337,7 @@ TimerCost measure_timer() {
     steps[changes++] = now - previous;
     previous = now;
   }
-  std::sort(steps.begin(), steps.end());
-  std::uint64_t most_common = steps.front();
-  std::size_t best_run = 0;
-  for (std::size_t i = 0; i < steps.size();) {
-    std::size_t j = i;
-    while (j < steps.size() && steps[j] == steps[i]) ++j;
-    if (j - i > best_run) {
-      best_run = j - i;
-      most_common = steps[i];
-    }
-    i = j;
-  }
-  return {static_cast<double>(cost.percentile(50)), static_cast<double>(most_common)};
+  return {static_cast<double>(cost.percentile(50)), static_cast<double>(most_common(steps))};
 }
 
 // One timed run of target with `threads` threads into a new file of dir, removed afterwards.
