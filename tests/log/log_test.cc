@@ -665,6 +665,35 @@ TEST_F(LogTest, LongMessagesAreCutWithAMarker) {
   }
 }
 
+// Deferred string arguments of every short length and a few long ones (the copy into the ring
+// takes a different path below 4, 8 and 16 bytes, at each multiple of 16 and past 256) come out
+// whole, and a neighbouring argument shows that nothing was written past their end.
+TEST_F(LogTest, DeferredStringsOfEveryLengthArriveIntact) {
+  auto sink = start();
+  std::vector<std::string> texts;
+  std::vector<std::size_t> lengths;
+  for (std::size_t length = 0; length <= 70; ++length) lengths.push_back(length);
+  for (std::size_t length : {255, 256, 257, 300, 2000}) lengths.push_back(length);
+  for (std::size_t length : lengths) {
+    std::string text;
+    for (std::size_t i = 0; i < length; ++i) text += static_cast<char>('a' + (length + i) % 26);
+    texts.push_back(text);
+  }
+  for (const std::string& text : texts) {
+    TERN_LOG_INFO("[{}] [{}] {}", text, std::string_view(text), 7);
+    TERN_LOG_INFO("[{}] {}", text.c_str(), 8);
+  }
+  tern::log::flush();
+  const std::vector<std::string> messages = sink->messages();
+  ASSERT_EQ(messages.size(), 2 * texts.size());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ(messages[2 * i], "[" + texts[i] + "] [" + texts[i] + "] 7")
+        << "length " << lengths[i];
+    EXPECT_EQ(messages[2 * i + 1], "[" + texts[i] + "] 8") << "length " << lengths[i];
+  }
+  tern::log::shutdown();
+}
+
 TEST_F(LogTest, WrittenCounterCountsLines) {
   auto sink = start();
   const std::uint64_t counter_before = prof_value("log.written");
