@@ -179,12 +179,14 @@ class Report:
                           "caller p99 ns", "caller p99.9 ns", "÷ spdlog"], rows))
         timer = next((r for r in runs if fig(r, "timer_p50_ns") is not None), None)
         if timer is not None:
+            text = ("Caller latency is two TSC reads around each call, the timer's own cost "
+                    f"included: two reads around nothing take {fmt(fig(timer, 'timer_p50_ns'))} ns "
+                    "at p50")
             step = fig(timer, "clock_step_ns")
-            self.write("Caller latency is two TSC reads around each call, the timer's own cost "
-                       f"included: two reads around nothing take {fmt(fig(timer, 'timer_p50_ns'))}"
-                       " ns at p50" + (f", and the TSC advances in steps of {fmt(step)} ns, so "
-                                       "latencies come in steps of that size"
-                                       if step is not None else "") + ".\n")
+            if step is not None:
+                text += (f", and the TSC advances in steps of {fmt(step)} ns, so latencies come "
+                         "in steps of that size")
+            self.write(text + ".\n")
 
     def pingpong(self):
         runs = self.by_table("003")
