@@ -28,6 +28,7 @@ constexpr std::uint64_t kWakeTag = 1;     // the eventfd that unpark() writes
 struct UringOp {
   tern::detail::Waiter waiter;
   int result = 0;
+  unsigned flags = 0;  // the completion's IORING_CQE_F_* bits
   bool done = false;
 };
 
@@ -46,7 +47,12 @@ constexpr std::uint64_t kAcceptStreamBit = 2;  // tags of AcceptStream completio
 class UringReactor final : public Reactor {
  public:
   UringReactor(const io_uring& ring, int wake_fd)
-      : Reactor(Backend::uring), ring_(ring), wake_(wake_fd) {}
+      : Reactor(Backend::uring),
+        ring_(ring),
+        wake_(wake_fd),
+        // Rings set up with cooperative or deferred task running come from kernels that
+        // also take IORING_RECVSEND_POLL_FIRST (both arrived in 5.19).
+        poll_first_((ring.flags & (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_DEFER_TASKRUN)) != 0) {}
   ~UringReactor() override {
     for (auto& [fd, stream] : accept_streams_)
       for (int accepted : stream->ready)
@@ -100,8 +106,25 @@ class UringReactor final : public Reactor {
   }
   Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
                            Deadline deadline) override {
-    return bytes(fd, false, deadline,
-                 [&](io_uring_sqe* sqe) { io_uring_prep_recv(sqe, fd, buf, len, flags); });
+    // After a recv that emptied the socket's queue, the next one would only fail its first
+    // attempt: ask the kernel to wait for data before trying (one failed receive less per
+    // message in request/reply traffic). If data is there already, the poll fires at once.
+    const bool poll_first = poll_first_ && flags == 0 && was_drained(fd);
+    unsigned cqe_flags = 0;
+    Result<std::size_t> n = bytes(
+        fd, false, deadline,
+        [&](io_uring_sqe* sqe) {
+          io_uring_prep_recv(sqe, fd, buf, len, flags);
+          if (poll_first) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+        },
+        &cqe_flags);
+    if (!n && poll_first && n.error() == std::errc::invalid_argument) {
+      poll_first_ = false;  // a kernel without the flag: receive as before
+      return recv(fd, buf, len, flags, deadline);
+    }
+    note_drained(fd, flags == 0 && n && *n > 0 &&
+                         (*n < len || (cqe_flags & IORING_CQE_F_SOCK_NONEMPTY) == 0));
+    return n;
   }
   Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
                            Deadline deadline) override {
@@ -170,6 +193,7 @@ class UringReactor final : public Reactor {
   }
   void close(int fd) noexcept override {
     if (fd < 0) return;
+    note_drained(fd, false);
     if (auto found = accept_streams_.find(fd); found != accept_streams_.end()) {
       retire(std::move(found->second));
       accept_streams_.erase(found);
@@ -248,9 +272,10 @@ class UringReactor final : public Reactor {
   // Runs one operation; on EAGAIN (a non-blocking fd the kernel did not poll for us) waits for
   // readiness and submits it again.
   template <typename Prep>
-  Result<std::size_t> bytes(int fd, bool writable, Deadline deadline, Prep prep) {
+  Result<std::size_t> bytes(int fd, bool writable, Deadline deadline, Prep prep,
+                            unsigned* cqe_flags = nullptr) {
     for (;;) {
-      Result<int> done = run(deadline, prep);
+      Result<int> done = run(deadline, prep, cqe_flags);
       if (done) return static_cast<std::size_t>(*done);
       if (done.error() != std::errc::resource_unavailable_try_again) return fail(done.error());
       if (Result<void> ready = wait_ready(fd, writable, deadline); !ready)
@@ -262,7 +287,7 @@ class UringReactor final : public Reactor {
   // interrupt it cancels the operation and still waits for its completion, since the kernel may
   // be using the caller's buffers until then.
   template <typename Prep>
-  Result<int> run(Deadline deadline, Prep prep) {
+  Result<int> run(Deadline deadline, Prep prep, unsigned* cqe_flags = nullptr) {
     UringOp op;
     op.waiter.fiber = tern::detail::current_fiber("tern::io");
     io_uring_sqe* sqe = next_sqe();
@@ -282,6 +307,7 @@ class UringReactor final : public Reactor {
     // An interrupt ended the wait but the operation finished first: report what it did, and
     // keep the interrupt for the fiber's next wait instead of losing it.
     if (woken == std::errc::operation_canceled) tern::detail::keep_interrupt(op.waiter.fiber);
+    if (cqe_flags != nullptr) *cqe_flags = op.flags;
     if (op.result >= 0) return op.result;
     return fail(errno_code(-op.result));
   }
@@ -329,15 +355,32 @@ class UringReactor final : public Reactor {
       }
       auto* op = reinterpret_cast<UringOp*>(static_cast<std::uintptr_t>(tag));
       op->result = cqe->res;
+      op->flags = cqe->flags;
       op->done = true;
       if (tern::detail::claim(op->waiter)) tern::detail::wake(op->waiter);
     }
     io_uring_cq_advance(&ring_, seen);
   }
 
+  // Whether the last recv on fd emptied its queue (see recv()).
+  bool was_drained(int fd) const noexcept {
+    return fd >= 0 && static_cast<std::size_t>(fd) < drained_.size() && drained_[fd] != 0;
+  }
+  void note_drained(int fd, bool drained) {
+    if (fd < 0) return;
+    const auto index = static_cast<std::size_t>(fd);
+    if (index >= drained_.size()) {
+      if (!drained) return;
+      drained_.resize(index + 1 + index / 2);
+    }
+    drained_[index] = drained ? 1 : 0;
+  }
+
   io_uring ring_;
   int wake_;
   bool wake_armed_ = false;
+  bool poll_first_;                    // the kernel takes IORING_RECVSEND_POLL_FIRST (5.19+)
+  std::vector<std::uint8_t> drained_;  // by fd: see was_drained()
   bool multishot_accept_ = true;
   std::unordered_map<int, std::unique_ptr<AcceptStream>> accept_streams_;
   std::vector<std::unique_ptr<AcceptStream>> retiring_;

@@ -195,6 +195,47 @@ TEST(ReadWrite, ExactReadsOverTcpReadWhatIsQueuedAndWaitForTheRest) {
   });
 }
 
+// A read shorter than its buffer empties the queue, and both backends then wait for data before
+// trying the next read (epoll for the next edge, io_uring with IORING_RECVSEND_POLL_FIRST).
+// Bytes that arrive between two reads must still be read at once, and bytes that arrive while
+// the reader waits must wake it.
+TEST(ReadWrite, ReadsAfterAShortReadTakeBytesQueuedBeforeOrAfterThem) {
+  on_workers(1, [] {
+    TcpPair pair;
+    constexpr int kRounds = 100;
+    const auto expect_value = [&](int expected) {
+      std::array<std::byte, 64> buffer;
+      tern::Result<std::size_t> n =
+          tern::io::recv(pair.fds[1], buffer, 0, tern::Clock::now() + 10s);
+      ASSERT_TRUE(n) << "value " << expected << ": " << n.error().message();
+      ASSERT_EQ(*n, sizeof(int)) << "value " << expected;
+      int value = -1;
+      std::memcpy(&value, buffer.data(), sizeof value);
+      EXPECT_EQ(value, expected);
+    };
+    const auto send_value = [&](int value) {
+      ASSERT_TRUE(tern::io::send(pair.fds[0], std::as_bytes(std::span(&value, 1))));
+    };
+    for (int i = 0; i < kRounds; ++i) {  // queued before each read
+      send_value(i);
+      expect_value(i);
+    }
+    int received = 0;
+    tern::Fiber reader = tern::spawn([&] {
+      for (; received < kRounds; ++received) expect_value(kRounds + received);
+    });
+    for (int i = 0; i < kRounds; ++i) {  // sent while the reader waits
+      const tern::Deadline give_up = tern::Clock::now() + 10s;
+      while (received < i && tern::Clock::now() < give_up) tern::this_fiber::yield();
+      ASSERT_EQ(received, i);
+      tern::this_fiber::yield();  // the reader reaches its next read and parks there
+      send_value(kRounds + i);
+    }
+    reader.join();
+    EXPECT_EQ(received, kRounds);
+  });
+}
+
 TEST(Deadline, ReadTimesOutAndLosesNothing) {
   on_workers(1, [] {
     SocketPair pair;
