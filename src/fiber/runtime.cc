@@ -163,8 +163,10 @@ void Runtime::run_erased(std::move_only_function<void()> fn) {
               "Runtime::run is already running on another thread");
 
   const std::size_t count = state_->worker_count();
-  const detail::Scheduler::LoopSettings loop{.prof_interval = prof_interval(state_->options()),
-                                             .idle_poll = idle_poll(state_->options())};
+  const detail::Scheduler::LoopSettings loop{
+      .prof_interval = prof_interval(state_->options()),
+      .idle_poll = idle_poll(state_->options()),
+      .idle_poll_on_busy_cpus = state_->options().idle_poll_on_busy_cpus};
   check_admin_request(state_->options());
   state_->schedulers.clear();
   state_->schedulers.resize(count);

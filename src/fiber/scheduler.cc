@@ -18,6 +18,7 @@
 #include "stack_overflow.h"
 #include "tern/base/assert.h"
 #include "tern/log/log.h"
+#include "tern/prof/counter.h"
 #include "tern/prof/metrics.h"
 
 namespace tern::detail {
@@ -28,6 +29,11 @@ namespace {
 
 // How many fiber-to-fiber switches may pass before the main context gets a turn.
 constexpr std::uint32_t kSwitchesPerRound = 64;
+
+prof::Counter idle_polls_cut(
+    "fiber.idle_polls_cut",
+    "Idle polls a worker ended early or never began, sleeping instead, because other runnable "
+    "threads wanted every CPU");
 
 bool claim_fiber(FiberControl* fiber) noexcept {
   std::uint32_t expected = 0;
@@ -161,11 +167,18 @@ void Scheduler::run() {
 
 bool Scheduler::poll_for_work() {
   bool found = false;
-  timed(prof::LoopPhase::wait, [this, &found] {
+  bool cut = false;
+  timed(prof::LoopPhase::wait, [this, &found, &cut] {
     // Wakers leave remote work without unparking while sleeping_ is false: it is looked for
     // here, as are the parker's events, due timers and a stop request.
     const Deadline until = Clock::now() + settings_.idle_poll;
     for (Deadline now = Clock::now(); now < until; now = Clock::now()) {
+      // Polling while other threads want every CPU would delay them (and a polling CPU never
+      // goes idle, so the kernel does not move waiting threads to it): sleep instead.
+      if (!settings_.idle_poll_on_busy_cpus && !spare_cpu_.spare(now)) {
+        cut = true;
+        return;
+      }
       parker_->poll();
       if (!run_queue_.empty() || take_remote_work() > 0 ||
           (!timers_.empty() && timers_.earliest() <= now) || (!stop_seen_ && stop_requested())) {
@@ -174,6 +187,7 @@ bool Scheduler::poll_for_work() {
       }
     }
   });
+  if (cut) idle_polls_cut.add(1);
   return found;
 }
 

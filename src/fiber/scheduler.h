@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "fiber_control.h"
+#include "spare_cpu.h"
 #include "stack.h"
 #include "tern/base/intrusive_list.h"
 #include "tern/base/mpsc_queue.h"
@@ -59,6 +60,8 @@ class Scheduler {
     std::chrono::nanoseconds prof_interval{0};
     // How long an idle loop polls for work before it sleeps.
     std::chrono::nanoseconds idle_poll{0};
+    // Poll even while other runnable threads want every CPU (else the loop sleeps then).
+    bool idle_poll_on_busy_cpus = false;
   };
   // Applies `settings` to the next run(). Owner thread, before run().
   void configure(const LoopSettings& settings) noexcept { settings_ = settings; }
@@ -138,6 +141,7 @@ class Scheduler {
   std::uint64_t last_id_ = 0;
   bool stop_seen_ = false;
   bool just_parked_ = false;  // park() returned and no fiber has run since
+  SpareCpuCheck spare_cpu_;   // may idle polling take a CPU? (see poll_for_work)
   Deadline next_shutdown_report_{};
   std::atomic<bool> sleeping_{false};
   std::atomic<std::uint64_t> wake_sync_{0};

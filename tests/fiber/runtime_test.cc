@@ -1,5 +1,7 @@
 // tern::Runtime: workers, post, run's result, and clean shutdown with work still pending.
 #include <gtest/gtest.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -8,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "fiber/spare_cpu.h"
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
@@ -89,7 +92,9 @@ TEST(IdlePoll, ParsesDurationsUpToTheLimit) {
 // polling itself. A 1 s poll makes a miss cost about a second a round, so 20 rounds well under
 // 10 s show every kind is found while polling (each takes microseconds when it is).
 TEST(IdlePoll, TimersAndPostsArrivingWhileWorkersPollAreTakenAtOnce) {
-  tern::Runtime runtime({.workers = 2, .idle_poll = std::chrono::seconds(1)});
+  // Polling even on busy CPUs: other tests running beside this one must not turn it off.
+  tern::Runtime runtime(
+      {.workers = 2, .idle_poll = std::chrono::seconds(1), .idle_poll_on_busy_cpus = true});
   constexpr int kRounds = 20;
   const auto started = std::chrono::steady_clock::now();
   runtime.run([&] {
@@ -108,6 +113,67 @@ TEST(IdlePoll, TimersAndPostsArrivingWhileWorkersPollAreTakenAtOnce) {
   });
   const auto took = std::chrono::steady_clock::now() - started;
   EXPECT_LT(took, 10s) << "work that arrived while a worker polled waited for the poll to end";
+}
+
+TEST(IdlePoll, ReadsTheRunnableThreadsOfLoadavg) {
+  EXPECT_EQ(tern::detail::runnable_threads_in_loadavg("0.61 0.63 0.80 3/187 31493\n"), 3);
+  EXPECT_EQ(tern::detail::runnable_threads_in_loadavg("12.00 9.50 4.25 117/2048 7"), 117);
+  for (const char* bad : {"", "0.61 0.63 0.80", "0.61 0.63 0.80 /187 1", "0.61 0.63 0.80 x/187 1",
+                          "0.61 0.63 0.80 -3/187 1", "3/187"})
+    EXPECT_EQ(tern::detail::runnable_threads_in_loadavg(bad), std::nullopt) << bad;
+}
+
+// CPU time the calling thread has used.
+std::chrono::nanoseconds thread_cpu_time() {
+  timespec now = {};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
+// Threads that spin until it goes out of scope, one more than the machine has CPUs, so that
+// runnable threads want every CPU.
+class BusyMachine {
+ public:
+  BusyMachine() {
+    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    for (long i = 0; i <= cpus; ++i)
+      spinners_.emplace_back([this] {
+        while (!stop_.load(std::memory_order_relaxed)) {
+        }
+      });
+  }
+  ~BusyMachine() {
+    stop_.store(true, std::memory_order_relaxed);
+    for (std::thread& spinner : spinners_) spinner.join();
+  }
+  BusyMachine(const BusyMachine&) = delete;
+  BusyMachine& operator=(const BusyMachine&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> spinners_;
+};
+
+// A worker told to poll for a second when idle sleeps at once instead while other threads want
+// every CPU, so a fiber's 300 ms sleep costs its worker next to no CPU. Told to poll on busy CPUs
+// too, the worker spends that sleep polling: the control that shows the measure tells the two
+// apart (it gets about its share of a CPU against the spinners).
+TEST(IdlePoll, AWorkerSleepsInsteadOfPollingWhileOtherThreadsWantEveryCpu) {
+  BusyMachine busy;
+  const auto worker_cpu_during_sleep = [](bool on_busy_cpus) {
+    tern::Runtime runtime({.workers = 1,
+                           .idle_poll = std::chrono::seconds(1),
+                           .idle_poll_on_busy_cpus = on_busy_cpus});
+    return runtime.run([] {
+      const std::chrono::nanoseconds before = thread_cpu_time();
+      EXPECT_TRUE(tern::this_fiber::sleep_for(300ms));
+      return thread_cpu_time() - before;
+    });
+  };
+  const std::chrono::nanoseconds sleeping = worker_cpu_during_sleep(false);
+  const std::chrono::nanoseconds polling = worker_cpu_during_sleep(true);
+  EXPECT_LT(sleeping, 30ms) << "the worker polled although every CPU was wanted";
+  EXPECT_GT(polling, 60ms) << "the worker did not poll when told to poll on busy CPUs";
 }
 
 TEST(Runtime, PostWhenNotRunningFailsWithStopped) {

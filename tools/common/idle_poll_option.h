@@ -16,7 +16,7 @@ namespace tern::tools {
 inline constexpr const char* kIdlePollOptionHelp =
     "how long an idle worker polls for work before it sleeps, as in 200us or 1ms (0: sleep at "
     "once; not given: the TERN_IDLE_POLL environment variable, else 0). Costs CPU while idle; "
-    "for CPUs the process has to itself";
+    "a worker stops polling while other runnable threads want every CPU";
 
 // Parses --idle-poll's text into `idle_poll` (empty text: not given). Returns why the text is
 // wrong, or an empty string. Main thread, before the runtime starts.

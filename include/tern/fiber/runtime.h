@@ -45,10 +45,15 @@ struct RuntimeOptions {
   std::function<void(std::size_t worker, std::string_view table)> prof_report;
   // How long an idle worker keeps polling for work (its reactor, posts, timers) before it
   // sleeps: a wake-up then costs a poll instead of a sleeping thread's wake-up, at the price of
-  // that much CPU per idle spell (seastar's idle poll). Worth it on CPUs the process has to
-  // itself; on shared CPUs it takes time from other threads. Unset: the TERN_IDLE_POLL
-  // environment variable decides ("200us", "1ms"); zero, the default: sleep at once.
+  // that much CPU per idle spell (seastar's idle poll). A worker polls only while the machine's
+  // runnable threads, its own included, fit in its CPUs (/proc/loadavg, read at most once a
+  // millisecond); when other threads want every CPU it sleeps at once and leaves them the CPU.
+  // Unset: the TERN_IDLE_POLL environment variable decides ("200us", "1ms"); zero, the
+  // default: sleep at once.
   std::optional<std::chrono::microseconds> idle_poll;
+  // Polls for idle_poll even when other runnable threads want every CPU: for workers on CPUs
+  // reserved for them (isolcpus, a dedicated machine) while the rest of the machine is busy.
+  bool idle_poll_on_busy_cpus = false;
   // The admin HTTP endpoint ("127.0.0.1:9100"; port 0 lets the kernel pick), served by fibers
   // on worker 0 when tern::net is linked: GET /metrics and GET /status. Unset: the TERN_ADMIN
   // environment variable decides; empty: off.
