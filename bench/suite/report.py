@@ -28,7 +28,8 @@ def fig(run, key):
 def fmt(value, digits=3):
     if value is None:
         return "–"
-    if isinstance(value, int) or abs(value) >= 1000:
+    # From 100 up, whole numbers: three significant digits would print 999.7 as "1e+03".
+    if isinstance(value, int) or abs(value) >= 100:
         return f"{value:,.0f}"
     return f"{value:.{digits}g}"
 

@@ -110,13 +110,15 @@ class Suite:
         if server_name:
             server_cpus, client_cpus, placement = machine.placement(server_threads,
                                                                     client_threads)
-            # On CPUs of their own, tern's processes poll when idle instead of sleeping (the
-            # server, and tern-bench, the client of every peer but the RPC frameworks); not in
-            # ttcp, which compares fibers with threads that sleep in blocking calls.
-            idle_poll = (["--idle-poll", IDLE_POLL]
-                         if server_cpus and not cell["table"].startswith("002") else [])
+            # tern's processes poll when idle instead of sleeping (the server, and tern-bench,
+            # the client of every peer but the RPC frameworks), while the machine has a CPU to
+            # spare: they stop when runnable threads want every CPU, as in the unpinned cells
+            # with several sessions. Not in ttcp, which compares fibers with threads that sleep
+            # in blocking calls.
+            idle_poll = ([] if cell["table"].startswith("002") else ["--idle-poll", IDLE_POLL])
             if idle_poll:
-                placement += f"; tern's idle workers poll {IDLE_POLL} before sleeping"
+                placement += (f"; tern's idle workers poll {IDLE_POLL} before sleeping while a "
+                              "CPU is spare")
             server_command = self.catalog.command(server_name, server_threads,
                                                   cell.get("server_mode", "echo"),
                                                   cell.get("buf", 16384))
