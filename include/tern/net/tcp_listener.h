@@ -10,7 +10,10 @@ namespace tern::net {
 
 // How to listen.
 struct ListenOptions {
-  int backlog = 1024;         // the kernel caps it at net.core.somaxconn
+  // Connections the kernel may queue for accept. The default asks for as many as it allows:
+  // it caps the value at net.core.somaxconn (4096 since Linux 5.4). A full queue drops SYNs,
+  // and each dropped connect waits a second for its retransmit.
+  int backlog = 65535;
   bool reuse_address = true;  // SO_REUSEADDR (IP only)
   bool reuse_port = false;    // SO_REUSEPORT: several listeners share the port (IP only)
 };
