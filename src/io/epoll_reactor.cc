@@ -83,7 +83,7 @@ class EpollReactor final : public Reactor {
       return ask_left ? recv_reporting_left(fd, buf, len, left) : ::recv(fd, buf, len, flags);
     });
     if (FdState* state = registered_state(fd); state != nullptr) {
-      state->drained = flags == 0 && n && *n > 0 && (*n < len || left == 0);
+      state->drained = recv_emptied_queue(flags, n, len, left == 0);
       state->filled = n && *n == len;
     }
     return n;

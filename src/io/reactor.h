@@ -50,6 +50,14 @@ class Reactor : public Parker {
 Result<std::unique_ptr<Reactor>> make_epoll_reactor();
 Result<std::unique_ptr<Reactor>> make_uring_reactor();
 
+// Whether a plain recv (flags 0) of up to len bytes that returned n left the socket's queue
+// empty: it read something, and either fewer bytes than asked or the kernel said nothing was
+// left. Both backends then let the next recv wait for data before it tries. Any thread.
+inline bool recv_emptied_queue(int flags, const Result<std::size_t>& n, std::size_t len,
+                               bool nothing_left) noexcept {
+  return flags == 0 && n && *n > 0 && (*n < len || nothing_left);
+}
+
 // An error_code for an errno value.
 inline std::error_code errno_code(int err) noexcept { return {err, std::system_category()}; }
 

@@ -122,8 +122,8 @@ class UringReactor final : public Reactor {
       poll_first_ = false;  // a kernel without the flag: receive as before
       return recv(fd, buf, len, flags, deadline);
     }
-    note_drained(fd, flags == 0 && n && *n > 0 &&
-                         (*n < len || (cqe_flags & IORING_CQE_F_SOCK_NONEMPTY) == 0));
+    note_drained(fd,
+                 recv_emptied_queue(flags, n, len, (cqe_flags & IORING_CQE_F_SOCK_NONEMPTY) == 0));
     return n;
   }
   Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
