@@ -1,6 +1,5 @@
 // tern::Runtime: workers, post, run's result, and clean shutdown with work still pending.
 #include <gtest/gtest.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +14,7 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
+#include "thread_cpu_time.h"
 
 namespace {
 
@@ -123,13 +123,6 @@ TEST(IdlePoll, ReadsTheRunnableThreadsOfLoadavg) {
     EXPECT_EQ(tern::detail::runnable_threads_in_loadavg(bad), std::nullopt) << bad;
 }
 
-// CPU time the calling thread has used.
-std::chrono::nanoseconds thread_cpu_time() {
-  timespec now = {};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
-}
-
 // Threads that spin until it goes out of scope, one more than the machine has CPUs, so that
 // runnable threads want every CPU.
 class BusyMachine {
@@ -165,9 +158,9 @@ TEST(IdlePoll, AWorkerSleepsInsteadOfPollingWhileOtherThreadsWantEveryCpu) {
                            .idle_poll = std::chrono::seconds(1),
                            .idle_poll_on_busy_cpus = on_busy_cpus});
     return runtime.run([] {
-      const std::chrono::nanoseconds before = thread_cpu_time();
+      const std::chrono::nanoseconds before = tern_test::thread_cpu_time();
       EXPECT_TRUE(tern::this_fiber::sleep_for(300ms));
-      return thread_cpu_time() - before;
+      return tern_test::thread_cpu_time() - before;
     });
   };
   const std::chrono::nanoseconds sleeping = worker_cpu_during_sleep(false);
