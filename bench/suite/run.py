@@ -44,6 +44,10 @@ def parse_args():
                         help="directory for the raw JSON results (default: %(default)s)")
     parser.add_argument("--report", default=os.path.join(REPO, "bench", "REPORT.md"),
                         help="the markdown report to write (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of every comparison (one load, each server once) in 000, 001, 003 "
+                             "and 004, in a rotated server order; the report takes each server's "
+                             "median (default: %(default)s)")
     parser.add_argument("--list", action="store_true", help="print the cells and exit")
     return parser.parse_args()
 
@@ -57,6 +61,8 @@ def describe_cell(cell):
     words = [cell["mode"]] + [a for a in cell["args"] if a not in ("--json",)]
     if cell.get("server"):
         words.append(f"vs {cell['server']}")
+    if cell.get("rounds", 1) > 1:
+        words.append(f"(round {cell['round']}/{cell['rounds']})")
     return " ".join(words)
 
 
@@ -169,6 +175,8 @@ class Suite:
                 "client_threads": client_threads, "placement": placement, "before": quiet,
                 "other_cpu_pct": round(other_pct, 1), "command": " ".join(command),
                 "label": cell.get("label", ""), "problem": problem,
+                "group": cell.get("group"), "round": cell.get("round", 1),
+                "rounds": cell.get("rounds", 1),
             }
             if problem:
                 run["verified"] = False
@@ -183,6 +191,7 @@ class Suite:
         info = machine.describe(self.build)
         info["stamp"] = stamp
         info["pass"] = "full" if self.args.full else "quick"
+        info["rounds"] = self.args.rounds
         result = {"machine": info, "peers": self.catalog.versions,
                   "skipped": self.catalog.skipped, "runs": []}
         for name, reason in self.catalog.skipped.items():
@@ -220,7 +229,10 @@ def main():
     args = parse_args()
     seconds = args.seconds or (5.0 if args.full else 3.0)
     only = [o.strip() for o in args.only.split(",") if o.strip()]
-    cells = tables.all_cells(args.full, seconds, only)
+    if args.rounds < 1:
+        print(f"suite: --rounds {args.rounds}: expected 1 or more", file=sys.stderr)
+        return 2
+    cells = tables.in_rounds(tables.all_cells(args.full, seconds, only), args.rounds)
     if args.list:
         for cell in cells:
             print(describe_cell(cell))

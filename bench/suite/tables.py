@@ -11,6 +11,8 @@ A cell is a dict:
   program         "tern-bench" (default) or "switch_peers"
   client          001 only: whose client drives the server: "tern-bench" (default), or "peer" (the
                   server's own client from bench/peers: grpc_rpc_client, rpcx/erpc_rpc_client)
+  group           the servers' cells of one comparison (same load, one cell per server) share a
+                  group name: the runner repeats a group in rounds (run.py --rounds)
 """
 
 # Servers compared in each table; peers missing on this machine are skipped by the runner.
@@ -41,13 +43,15 @@ def traffic_cells(seconds, full):
         workers = 1
         for server in TRAFFIC_SERVERS:
             cells.append({
-                "table": "000", "mode": "traffic", "server": server, "server_threads": 1,
+                "table": "000", "group": f"000 {flag} t={threads} {size} B",
+                "mode": "traffic", "server": server, "server_threads": 1,
                 "server_mode": "frame16", "buf": 16384, "client_threads": workers,
                 "args": [flag, "-t", str(threads), "-s", str(size), "-c", "1",
                          "--workers", str(workers), "--duration", str(seconds)]})
     # The seed's "server discards the message" case: tern only (the peers echo everything).
     cells.append({
-        "table": "000", "mode": "traffic", "server": "tern", "server_threads": 1,
+        "table": "000", "group": "000 -A t=10 1024 B discard",
+        "mode": "traffic", "server": "tern", "server_threads": 1,
         "server_mode": "frame16", "buf": 16384, "client_threads": 1,
         "args": ["-A", "-t", "10", "-s", "1024", "-c", "2", "--workers", "1",
                  "--duration", str(seconds)]})
@@ -94,7 +98,8 @@ def pingpong_cells(seconds, full):
             for sessions in (1, 10, 100):
                 for server in PINGPONG_SERVERS:
                     cells.append({
-                        "table": "003", "mode": "pingpong", "server": server,
+                        "table": "003", "group": f"003 {block} B {threads} t {sessions} s",
+                        "mode": "pingpong", "server": server,
                         "server_threads": threads, "server_mode": "echo", "buf": block,
                         "client_threads": threads,
                         "args": ["--threads", str(threads), "--block", str(block),
@@ -108,7 +113,8 @@ def sessions_cells(total, full):
     for in_flight in in_flight_list:
         for server in SESSIONS_SERVERS:
             cells.append({
-                "table": "004", "mode": "sessions", "server": server, "server_threads": 1,
+                "table": "004", "group": f"004 {in_flight} in flight",
+                "mode": "sessions", "server": server, "server_threads": 1,
                 "server_mode": "echo", "buf": 16384, "client_threads": 1,
                 "args": ["--total", str(total), "--in-flight", str(in_flight), "--messages", "3",
                          "--size", "8", "--workers", "1", "--duration", "120"]})
@@ -132,7 +138,8 @@ def rpc_cells(total):
             else:
                 args += ["--threads", "1"]
             cells.append({
-                "table": "001", "mode": "rpc", "server": server, "server_threads": 1,
+                "table": "001", "group": f"001 {concurrency} clients",
+                "mode": "rpc", "server": server, "server_threads": 1,
                 "server_mode": "rpc", "client_threads": 1,
                 "client": "tern-bench" if tern else "peer", "args": args})
     return cells
@@ -155,3 +162,26 @@ def all_cells(full, seconds, only=None):
             continue
         cells.extend(table_cells)
     return cells
+
+
+def in_rounds(cells, rounds):
+    """The cells in the order they run when every comparison group runs `rounds` times: a
+    group's rounds follow one another, and each round starts one server later than the one
+    before (round 2 of tern, asio, go runs asio, go, tern), so no server always runs first or
+    right after the same peer. Cells without a group run once. Each cell gets `round` (from 1)
+    and `rounds`."""
+    ordered = []
+    index = 0
+    while index < len(cells):
+        group = cells[index].get("group")
+        end = index + 1
+        while group and end < len(cells) and cells[end].get("group") == group:
+            end += 1
+        members = cells[index:end]
+        count = rounds if group else 1
+        for round_index in range(count):
+            shift = round_index % len(members)
+            for cell in members[shift:] + members[:shift]:
+                ordered.append(dict(cell, round=round_index + 1, rounds=count))
+        index = end
+    return ordered

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Tests of the suite's own logic, with no server or benchmark run: the order of rounds
+(tables.in_rounds), the choice of each server's median round (report.median_rounds) and the
+report's tables built from rounds. Run by ctest (bench_suite_test) or directly:
+
+    python3 -m unittest bench/suite/suite_test.py
+"""
+
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import report  # noqa: E402
+import tables  # noqa: E402
+
+
+def pingpong_run(server, mb_per_s, round_number, rounds=3, verified=True, sessions=10):
+    return {
+        "mode": "pingpong", "target": server, "verified": verified,
+        "params": {"block_bytes": 16384, "threads": 1, "sessions": sessions},
+        "figures": {"mb_per_s": mb_per_s} if mb_per_s is not None else {},
+        "server_cpu_pct": 50.0,
+        "suite": {"table": "003", "server": server, "group": f"003 16384 B 1 t {sessions} s",
+                  "round": round_number, "rounds": rounds, "placement": "not pinned",
+                  "other_cpu_pct": 0.0, "command": f"tern-bench pingpong vs {server}",
+                  "problem": None if verified else "exit status 1"},
+    }
+
+
+def machine():
+    return {"stamp": "20260101T000000Z", "cpu": "test CPU", "cpus_usable": 2, "cpus_online": 2,
+            "kernel": "Linux", "compiler": "c++", "build_type": "Release", "rounds": 3}
+
+
+class InRoundsTest(unittest.TestCase):
+    def test_each_round_of_a_group_starts_one_server_later(self):
+        cells = [{"table": "switch", "server": None}] + [
+            {"table": "003", "group": "g", "server": s} for s in ("tern", "asio", "go")] + [
+            {"table": "003", "group": "h", "server": s} for s in ("tern", "asio")]
+        ordered = tables.in_rounds(cells, 3)
+        self.assertEqual([(c["server"], c["round"]) for c in ordered], [
+            (None, 1),
+            ("tern", 1), ("asio", 1), ("go", 1),
+            ("asio", 2), ("go", 2), ("tern", 2),
+            ("go", 3), ("tern", 3), ("asio", 3),
+            ("tern", 1), ("asio", 1),
+            ("asio", 2), ("tern", 2),
+            ("tern", 3), ("asio", 3)])
+        self.assertEqual(ordered[0]["rounds"], 1)
+        self.assertTrue(all(c["rounds"] == 3 for c in ordered[1:]))
+
+    def test_one_round_keeps_the_order_of_the_cells(self):
+        cells = [{"table": "001", "group": "g", "server": s} for s in ("tern", "rpcx", "erpc")]
+        self.assertEqual([c["server"] for c in tables.in_rounds(cells, 1)],
+                         ["tern", "rpcx", "erpc"])
+
+    def test_every_quick_pass_comparison_has_one_cell_per_server(self):
+        for cells in (tables.pingpong_cells(3, False), tables.rpc_cells(100),
+                      tables.sessions_cells(100, False), tables.traffic_cells(3, False)):
+            groups = {}
+            for cell in cells:
+                groups.setdefault(cell["group"], []).append(cell["server"])
+            for servers in groups.values():
+                self.assertEqual(len(servers), len(set(servers)))
+
+
+class MedianRoundsTest(unittest.TestCase):
+    def test_each_server_keeps_its_median_round_with_every_rounds_figure(self):
+        runs = [pingpong_run("tern", 900, 1), pingpong_run("asio", 700, 1),
+                pingpong_run("asio", 500, 2), pingpong_run("tern", 1200, 2),
+                pingpong_run("tern", 1000, 3), pingpong_run("asio", 800, 3)]
+        chosen = {r["suite"]["server"]: r for r in report.median_rounds(runs)}
+        self.assertEqual(set(chosen), {"tern", "asio"})
+        self.assertEqual(chosen["tern"]["figures"]["mb_per_s"], 1000)
+        self.assertEqual(chosen["tern"]["suite"]["round"], 3)
+        self.assertEqual(chosen["tern"]["suite"]["round_figures"], [900, 1200, 1000])
+        self.assertEqual(chosen["asio"]["figures"]["mb_per_s"], 700)
+
+    def test_a_failed_round_is_chosen_over_good_ones(self):
+        runs = [pingpong_run("tern", 900, 1), pingpong_run("tern", None, 2, verified=False),
+                pingpong_run("tern", 1000, 3)]
+        (chosen,) = report.median_rounds(runs)
+        self.assertFalse(chosen["verified"])
+        self.assertEqual(chosen["suite"]["round"], 2)
+
+    def test_runs_of_one_round_pass_unchanged(self):
+        runs = [pingpong_run("tern", 900, 1, rounds=1), pingpong_run("asio", 700, 1, rounds=1)]
+        self.assertEqual(report.median_rounds(runs), runs)
+
+
+class ReportTest(unittest.TestCase):
+    def render(self, runs):
+        with tempfile.TemporaryDirectory() as directory:
+            output = os.path.join(directory, "REPORT.md")
+            return report.Report({"machine": machine(), "peers": {}, "runs": runs}).render(
+                output, None)
+
+    def test_pingpong_shows_medians_and_the_ratio_of_every_round(self):
+        runs = [pingpong_run("tern", 900, 1), pingpong_run("asio", 600, 1),
+                pingpong_run("asio", 500, 2), pingpong_run("tern", 1200, 2),
+                pingpong_run("tern", 1000, 3), pingpong_run("asio", 800, 3)]
+        text = self.render(runs)
+        self.assertIn("ran every comparison 3 times", text)
+        self.assertIn("| 16384 B | 1 | 10 | 1,000 | 600 | 600 | 1.67× | 1.50 / 2.40 / 1.25 |",
+                      text)
+
+    def test_a_failed_round_is_listed_among_the_problems(self):
+        runs = [pingpong_run("tern", 900, 1), pingpong_run("asio", 600, 1),
+                pingpong_run("asio", 500, 2), pingpong_run("tern", None, 2, verified=False),
+                pingpong_run("tern", 1000, 3), pingpong_run("asio", 800, 3)]
+        text = self.render(runs)
+        self.assertIn("| 16384 B | 1 | 10 | – ✗ | 600 | 600 | – | 1.50 / – / 1.25 |", text)
+        self.assertIn("- tern-bench pingpong vs tern: exit status 1", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
