@@ -100,7 +100,11 @@ TEST(TernEcho, Frame16AnswersEchoCommandsAndClosesOnBadHeaders) {
       std::array<std::byte, 21> reply;
       ASSERT_TRUE(stream.read_exact(reply, tern::deadline_after(30s)));
       const tern::tools::Header16 header = tern::tools::Header16::load(reply);
+      // The reply is the request with ack = syn: every other field comes back unchanged.
       EXPECT_EQ(header.ack, expected_ack);
+      EXPECT_EQ(header.syn, expected_ack);
+      EXPECT_EQ(header.cmd, 1u);
+      EXPECT_EQ(header.ver, tern::tools::kHeader16Version);
       EXPECT_EQ(header.len, 5u);
       EXPECT_EQ(std::string(reinterpret_cast<const char*>(reply.data() + 16), 5), "hello");
     }

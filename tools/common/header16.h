@@ -50,6 +50,11 @@ struct Header16 {
   }
 };
 
+// Sets the ack field of the header at the start of `header` (16 bytes or more) in place.
+inline void store_header16_ack(std::span<std::byte> header, std::uint32_t ack) noexcept {
+  net::store_big_endian(header.data() + 12, 4, ack);
+}
+
 // The frame layout of this protocol for net::parse_frame.
 inline net::FrameFormat header16_format(std::size_t max_payload) {
   return net::FrameFormat{

@@ -64,21 +64,21 @@ void discard_stream(tern::net::TcpStream& stream, std::size_t buf_size) {
 
 // Answers 16-byte-header messages (SEEDS 000): echo replies with the payload and ack = syn;
 // discard sends nothing. A malformed header or an oversized payload closes the connection.
+// A reply is its request with the ack field set, so the server patches each echo request in the
+// read buffer and writes every run of consecutive echo messages with one iovec.
 void frame16_stream(tern::net::TcpStream& stream, std::size_t buf_size, std::size_t max_payload) {
   tern::net::Buffer in(buf_size);
   const tern::net::FrameFormat format = tern::tools::header16_format(max_payload);
   std::vector<iovec> replies;
-  std::vector<std::array<std::byte, tern::tools::kHeader16Size>> headers;
   for (;;) {
     tern::Result<std::size_t> n = in.read_from(stream, tern::kNoDeadline, buf_size / 2);
     if (!n || *n == 0) return;
-    // Answer every complete message in the buffer with one gather write.
+    const std::span<std::byte> bytes = in.readable();
     replies.clear();
-    headers.clear();
     std::size_t consumed = 0;
     for (;;) {
-      tern::Result<std::optional<tern::net::Frame>> frame =
-          tern::net::parse_frame(in.readable().subspan(consumed), format);
+      const std::span<std::byte> rest = bytes.subspan(consumed);
+      tern::Result<std::optional<tern::net::Frame>> frame = tern::net::parse_frame(rest, format);
       if (!frame) {
         std::fprintf(stderr, "tern-echo: closing a connection: payload over %zu bytes\n",
                      max_payload);
@@ -93,17 +93,21 @@ void frame16_stream(tern::net::TcpStream& stream, std::size_t buf_size, std::siz
                      header.ver, header.cmd);
         return;
       }
+      const std::size_t size = (*frame)->size();
       if (header.cmd == static_cast<std::uint16_t>(tern::tools::Command::echo)) {
-        tern::tools::Header16 reply = header;
-        reply.ack = header.syn;
-        headers.emplace_back();
-        reply.store(headers.back());
-        replies.push_back({nullptr, tern::tools::kHeader16Size});  // patched below
-        replies.push_back({const_cast<std::byte*>((*frame)->body.data()), (*frame)->body.size()});
+        tern::tools::store_header16_ack(rest, header.syn);
+        const bool follows_last_reply =
+            !replies.empty() &&
+            static_cast<std::byte*>(replies.back().iov_base) + replies.back().iov_len ==
+                rest.data();
+        if (follows_last_reply) {
+          replies.back().iov_len += size;
+        } else {
+          replies.push_back({rest.data(), size});
+        }
       }
-      consumed += (*frame)->size();
+      consumed += size;
     }
-    for (std::size_t i = 0; i < headers.size(); ++i) replies[2 * i].iov_base = headers[i].data();
     if (!replies.empty() && !stream.writev_all(replies)) return;
     in.consume(consumed);
   }
