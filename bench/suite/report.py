@@ -116,6 +116,24 @@ class Report:
             texts.append(ratio(tern, best).rstrip("×"))
         return " / ".join(texts)
 
+    def client_backends(self):
+        """Which I/O backend tern-bench's clients ran on, from the runs' params: `auto` (the
+        machine's choice) in the tables whose client does not follow the server's backend."""
+        follows_server = ("001", "002-ttcp")
+        auto = set()
+        for r in self.all_runs:
+            suite = r.get("suite", {})
+            io = r.get("params", {}).get("io")
+            if (r.get("tool") == "tern-bench" and suite.get("server") and
+                    io in ("epoll", "uring") and suite.get("table") not in follows_server):
+                auto.add(io)
+        names = {"epoll": "epoll", "uring": "io_uring"}
+        text = "tern-bench clients on the tern server's backend in 001 and ttcp"
+        if auto:
+            text += (", elsewhere on " + " and ".join(names[io] for io in sorted(auto)) +
+                     " (`--io auto`)")
+        return text
+
     def write(self, text=""):
         self.out.append(text)
 
@@ -131,8 +149,7 @@ class Report:
                 ["memory", f"{m.get('memory_gib', '?')} GiB"], ["kernel", m["kernel"]],
                 ["compiler", m["compiler"]], ["build type", m["build_type"]],
                 ["tern I/O backend", "epoll (`tern`) and io_uring (`tern-uring`) servers; "
-                 "tern-bench clients on epoll, except RPC (001), where the client uses the "
-                 "server's backend"],
+                 + self.client_backends()],
                 ["io_uring", m.get("io_uring", "?")], ["load average before", m.get("loadavg_before", "?")]]
         for name, peer in sorted(self.results.get("peers", {}).items()):
             version = ", ".join(str(peer[k]) for k in ("library", "toolchain") if peer.get(k))
