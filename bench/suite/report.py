@@ -74,6 +74,11 @@ def median_rounds(runs):
     return chosen
 
 
+def ran_in_rounds(runs):
+    """Whether these runs came from a pass with more than one round per comparison."""
+    return any(r["suite"].get("rounds", 1) > 1 for r in runs)
+
+
 def table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -99,9 +104,11 @@ class Report:
     def by_table(self, name):
         return [r for r in self.runs if r.get("suite", {}).get("table") == name]
 
-    def round_ratios(self, group, figure, peers):
-        """Per round of a comparison group, the better tern backend's figure over the best of
-        `peers`, as "1.21 / 1.35 / 1.18" (empty when the group ran once)."""
+    def round_ratios(self, cell, figure, peers):
+        """Per round of the comparison whose median runs are `cell` (server -> run), the better
+        tern backend's figure over the best of `peers`, as "1.21 / 1.35 / 1.18" (empty when the
+        comparison ran once)."""
+        group = next(iter(cell.values()))["suite"].get("group")
         by_round = defaultdict(dict)
         for r in self.all_runs:
             suite = r.get("suite", {})
@@ -281,7 +288,7 @@ class Report:
             key = (p.get("block_bytes"), p.get("threads"), p.get("sessions"))
             cells[key][server_of(r)] = r
         peers = [s for s in servers if s not in TERN]
-        rounds = any(r["suite"].get("rounds", 1) > 1 for r in runs)
+        rounds = ran_in_rounds(runs)
         rows, cpu_rows = [], []
         for key in sorted(cells, key=lambda k: tuple(x or 0 for x in k)):
             head = [f"{key[0]} B", key[1], key[2]]
@@ -295,8 +302,7 @@ class Report:
             asio = fig(cells[key]["asio"], "mb_per_s") if "asio" in cells[key] else None
             row += [fmt(best), ratio(tern_best, best), ratio(tern_best, asio)]
             if rounds:
-                group = next(iter(cells[key].values()))["suite"].get("group")
-                row.append(self.round_ratios(group, "mb_per_s", peers))
+                row.append(self.round_ratios(cells[key], "mb_per_s", peers))
             rows.append(row)
         # tern's pingpong target is stated against asio (docs/benchmarks.md): its own column.
         self.write(table(["Buffer", "Threads", "Sessions"] + servers +
@@ -364,7 +370,7 @@ class Report:
             cells[r.get("params", {}).get("concurrency")][server_of(r)] = r
         levels = sorted(k for k in cells if k is not None)
         peers = [s for s in servers if s not in TERN]
-        rounds = any(r["suite"].get("rounds", 1) > 1 for r in runs)
+        rounds = ran_in_rounds(runs)
 
         def best_peer(level, key, pick):
             values = [fig(r, key) for s, r in cells[level].items()
@@ -385,8 +391,7 @@ class Report:
                 row += [fmt(best)] + [ratio(fig(cells[level][t], key), best)
                                       if t in cells[level] else "–" for t in TERN]
                 if rounds and key == "tps":
-                    group = next(iter(cells[level].values()))["suite"].get("group")
-                    row.append(self.round_ratios(group, "tps", peers))
+                    row.append(self.round_ratios(cells[level], "tps", peers))
                 rows.append(row)
             extra = (["better tern ÷ best peer, each round"]
                      if rounds and key == "tps" else [])
