@@ -16,6 +16,7 @@ namespace tern::tools {
 
 inline constexpr std::size_t kHeader16Size = 16;
 inline constexpr std::uint16_t kHeader16Version = 1;
+inline constexpr std::size_t kHeader16AckOffset = 12;
 
 // What the server does with a message.
 enum class Command : std::uint16_t {
@@ -36,7 +37,7 @@ struct Header16 {
     net::store_big_endian(out.data() + 4, 2, cmd);
     net::store_big_endian(out.data() + 6, 2, ver);
     net::store_big_endian(out.data() + 8, 4, syn);
-    net::store_big_endian(out.data() + 12, 4, ack);
+    net::store_big_endian(out.data() + kHeader16AckOffset, 4, ack);
   }
   // Reads a header from 16 bytes.
   static Header16 load(std::span<const std::byte> in) noexcept {
@@ -45,14 +46,14 @@ struct Header16 {
     h.cmd = static_cast<std::uint16_t>(net::load_big_endian(in.data() + 4, 2));
     h.ver = static_cast<std::uint16_t>(net::load_big_endian(in.data() + 6, 2));
     h.syn = static_cast<std::uint32_t>(net::load_big_endian(in.data() + 8, 4));
-    h.ack = static_cast<std::uint32_t>(net::load_big_endian(in.data() + 12, 4));
+    h.ack = static_cast<std::uint32_t>(net::load_big_endian(in.data() + kHeader16AckOffset, 4));
     return h;
   }
 };
 
 // Sets the ack field of the header at the start of `header` (16 bytes or more) in place.
 inline void store_header16_ack(std::span<std::byte> header, std::uint32_t ack) noexcept {
-  net::store_big_endian(header.data() + 12, 4, ack);
+  net::store_big_endian(header.data() + kHeader16AckOffset, 4, ack);
 }
 
 // The frame layout of this protocol for net::parse_frame.
