@@ -42,35 +42,40 @@ def ratio(a, b):
 ROUND_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s"}
 
 
+def round_key(run):
+    """(comparison group, server) for a run of a pass with rounds, else None."""
+    suite = run.get("suite", {})
+    if suite.get("rounds", 1) <= 1 or not suite.get("group"):
+        return None
+    return (suite["group"], server_of(run))
+
+
+def median_of(rounds):
+    """One server's rounds of a comparison as one run: the round with the median figure (the
+    lower middle one of an even count), or the first unverified round if there is one, so that a
+    failure is never hidden behind a good round. It keeps every round's figure in
+    suite.round_figures, in the order they ran."""
+    name = ROUND_FIGURE.get(rounds[0]["suite"].get("table"))
+    failed = [r for r in rounds if not r.get("verified") or fig(r, name) is None]
+    pick = failed[0] if failed else sorted(rounds, key=lambda r: fig(r, name))[
+        (len(rounds) - 1) // 2]
+    return dict(pick, suite=dict(pick["suite"], round_figures=[fig(r, name) for r in rounds]))
+
+
 def median_rounds(runs):
-    """The runs with each server's rounds of a comparison group (run.py --rounds) replaced by
-    one: the round with the median figure (the lower middle one of an even count), or the first
-    unverified round if there is one, so that a failure is never hidden behind a good round.
-    The chosen run keeps every round's figure in suite.round_figures, in the order they ran."""
+    """The runs with each server's rounds of a comparison (run.py --rounds) replaced by their
+    median_of, where the first of those rounds was."""
     members = defaultdict(list)
-    order = []
     for run in runs:
-        suite = run.get("suite", {})
-        if suite.get("rounds", 1) <= 1 or not suite.get("group"):
-            order.append(run)
-            continue
-        key = (suite["group"], server_of(run))
-        if key not in members:
-            order.append(key)
-        members[key].append(run)
+        if round_key(run) is not None:
+            members[round_key(run)].append(run)
     chosen = []
-    for item in order:
-        if not isinstance(item, tuple):
-            chosen.append(item)
-            continue
-        rounds = members[item]
-        name = ROUND_FIGURE.get(rounds[0]["suite"].get("table"))
-        failed = [r for r in rounds if not r.get("verified") or fig(r, name) is None]
-        pick = failed[0] if failed else sorted(rounds, key=lambda r: fig(r, name))[
-            (len(rounds) - 1) // 2]
-        pick = dict(pick, suite=dict(pick["suite"],
-                                     round_figures=[fig(r, name) for r in rounds]))
-        chosen.append(pick)
+    for run in runs:
+        key = round_key(run)
+        if key is None:
+            chosen.append(run)
+        elif members[key][0] is run:
+            chosen.append(median_of(members[key]))
     return chosen
 
 
