@@ -44,6 +44,11 @@ std::uint64_t hash_key(std::string_view key) noexcept {
 
 void build_ring(Channel::Impl& channel) {
   channel.ring.clear();
+  // With one endpoint every key lands on it, and round robin (what an empty ring falls back to)
+  // picks it too: a channel per peer, the common case, skips 160 labels to format and sort.
+  if (channel.options.load_balancing != LoadBalancing::consistent_hash ||
+      channel.endpoints.size() < 2)
+    return;
   for (std::size_t e = 0; e < channel.endpoints.size(); ++e) {
     for (int point = 0; point < kPointsPerEndpoint; ++point) {
       const std::string label = channel.endpoints[e]->name + "#" + std::to_string(point);

@@ -15,7 +15,8 @@ namespace tern::rpc::detail {
 // A stable 64-bit hash of a key (FNV-1a, then a finalizing mix). Any thread.
 std::uint64_t hash_key(std::string_view key) noexcept;
 
-// Builds the consistent-hash ring of `channel`'s endpoints.
+// Builds the consistent-hash ring of `channel`'s endpoints if it hashes keys over two or more;
+// otherwise leaves the ring empty. The channel's creator, before its connections start.
 void build_ring(Channel::Impl& channel);
 
 // A ready connection for a call with this key (round robin without one), skipping the endpoints

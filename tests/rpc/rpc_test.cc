@@ -368,6 +368,20 @@ TEST(Rpc, RoundRobinAndConsistentHashSpreadCalls) {
       }
     }
     by_key->close();
+
+    // One endpoint: the channel builds no ring, and keyed calls still reach it.
+    auto single = Channel::open(address_b.to_string(), hashed);
+    ASSERT_TRUE(single);
+    ASSERT_TRUE(single->wait_connected(tern::deadline_after(10s)).ok());
+    EchoServiceClient only(*single);
+    for (int key = 0; key < 5; ++key) {
+      ClientContext context;
+      context.set_call_key("user-" + std::to_string(key));
+      auto reply = only.Echo(context, request("k"));
+      ASSERT_TRUE(reply);
+      EXPECT_EQ(reply->server(), "b");
+    }
+    single->close();
     server_a.stop(tern::deadline_after(5s));
     server_b.stop(tern::deadline_after(5s));
   });
