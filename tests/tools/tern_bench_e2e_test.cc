@@ -62,6 +62,19 @@ void expect_verified(const ToolRun& run, const Json& report, const std::string& 
   EXPECT_EQ(report["verified"], true) << report.dump();
   EXPECT_EQ(report["errors"], 0) << report.dump();
   EXPECT_TRUE(report["client_cpu_pct"].is_number()) << report.dump();
+  // How the machine spent the run: five shares of all CPUs' time that add up to 100% (null in a
+  // run shorter than a clock tick).
+  const Json& machine = report["machine_cpu"];
+  if (machine.is_null()) return;
+  ASSERT_TRUE(machine.is_object()) << report.dump();
+  EXPECT_GE(machine["cpus"].get<int>(), 1) << report.dump();
+  double total = 0;
+  for (const char* share : {"user_pct", "system_pct", "irq_pct", "idle_pct", "steal_pct"}) {
+    ASSERT_TRUE(machine[share].is_number()) << share << " in " << report.dump();
+    EXPECT_GE(machine[share].get<double>(), 0) << share << " in " << report.dump();
+    total += machine[share].get<double>();
+  }
+  EXPECT_NEAR(total, 100.0, 0.5) << report.dump();
 }
 
 void expect_positive(const Json& figures, std::initializer_list<const char*> names) {
@@ -234,6 +247,8 @@ TEST(TernBench, PingpongMovesAndChecksEveryByte) {
                                  "trip_p50_us", "trip_p99_us"});
   EXPECT_NEAR(r["figures"]["mb_per_s"].get<double>() / r["figures"]["mib_per_s"].get<double>(),
               1.048576, 0.001);
+  // A one-second window spans about 100 clock ticks per CPU: the machine's split is measured.
+  EXPECT_TRUE(r["machine_cpu"].is_object()) << r.dump();
 
   // Server and client polling when idle (--idle-poll) move and check the same bytes.
   TernEcho polling("echo", {"--idle-poll", "200us"});

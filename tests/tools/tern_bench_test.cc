@@ -331,8 +331,8 @@ TEST(TernBenchReport, JsonHasTheDocumentedFieldsInOrder) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : parsed.items()) keys.push_back(key);
   const std::vector<std::string> expected = {
-      "tool",     "mode",           "target",         "params",         "figures", "errors",
-      "verified", "client_cpu_pct", "server_cpu_pct", "error_messages", "notes"};
+      "tool",     "mode",           "target",         "params",      "figures",        "errors",
+      "verified", "client_cpu_pct", "server_cpu_pct", "machine_cpu", "error_messages", "notes"};
   EXPECT_EQ(keys, expected);
   EXPECT_EQ(parsed["tool"], "tern-bench");
   EXPECT_EQ(parsed["mode"], "traffic");
@@ -343,8 +343,27 @@ TEST(TernBenchReport, JsonHasTheDocumentedFieldsInOrder) {
   EXPECT_EQ(parsed["verified"], true);
   EXPECT_EQ(parsed["client_cpu_pct"], 87.5);
   EXPECT_TRUE(parsed["server_cpu_pct"].is_null());
+  EXPECT_TRUE(parsed["machine_cpu"].is_null());
   EXPECT_EQ(report.exit_status(), 0);
   EXPECT_NE(report.text().find("verified: yes, 0 errors"), std::string::npos) << report.text();
+
+  report.machine_cpu = MachineSplit{.user_pct = 10.04,
+                                    .system_pct = 55.55,
+                                    .irq_pct = 30.0,
+                                    .idle_pct = 4.41,
+                                    .steal_pct = 0.0,
+                                    .cpus = 2};
+  const Json with_machine = Json::parse(report.json_line());
+  EXPECT_EQ(with_machine["machine_cpu"]["cpus"], 2);
+  EXPECT_EQ(with_machine["machine_cpu"]["user_pct"], 10.0);
+  EXPECT_EQ(with_machine["machine_cpu"]["system_pct"], 55.6);
+  EXPECT_EQ(with_machine["machine_cpu"]["irq_pct"], 30.0);
+  EXPECT_EQ(with_machine["machine_cpu"]["idle_pct"], 4.4);
+  EXPECT_EQ(with_machine["machine_cpu"]["steal_pct"], 0.0);
+  EXPECT_NE(report.text().find("machine CPU (% of 2 CPUs): user 10.0, system 55.5, irq 30.0, "
+                               "idle 4.4, steal 0.0"),
+            std::string::npos)
+      << report.text();
 }
 
 TEST(TernBenchReport, ErrorsFailTheRunAndKeepTheFirstMessages) {
@@ -416,6 +435,44 @@ TEST(TernBenchCpu, MeterSeesABusyThread) {
   ASSERT_TRUE(pct);
   EXPECT_GT(*pct, 0.0);
   EXPECT_LT(*pct, 100.0 * static_cast<double>(usable_cpu_count()) + 50.0);
+}
+
+TEST(TernBenchCpu, SplitsTheMachinesTimeByKind) {
+  const std::string before_text =
+      "cpu  100 20 300 1000 50 10 40 5 0 0\n"
+      "cpu0 50 10 150 500 25 5 20 3 0 0\n"
+      "cpu1 50 10 150 500 25 5 20 2 0 0\n"
+      "intr 12345 0 0\n";
+  Result<MachineTicks> before = parse_machine_ticks(before_text);
+  ASSERT_TRUE(before);
+  EXPECT_EQ(before->user, 120u);
+  EXPECT_EQ(before->system, 300u);
+  EXPECT_EQ(before->idle, 1050u);
+  EXPECT_EQ(before->irq, 50u);
+  EXPECT_EQ(before->steal, 5u);
+  EXPECT_EQ(before->cpus, 2u);
+
+  // 200 ticks later: 20 user, 100 system, 60 irq, 10 idle, 10 steal.
+  Result<MachineTicks> after =
+      parse_machine_ticks("cpu  115 25 400 1005 55 20 90 15 0 0\ncpu0 1\ncpu1 1\n");
+  ASSERT_TRUE(after);
+  const std::optional<MachineSplit> split = machine_split(*before, *after);
+  ASSERT_TRUE(split);
+  EXPECT_DOUBLE_EQ(split->user_pct, 10.0);
+  EXPECT_DOUBLE_EQ(split->system_pct, 50.0);
+  EXPECT_DOUBLE_EQ(split->irq_pct, 30.0);
+  EXPECT_DOUBLE_EQ(split->idle_pct, 5.0);
+  EXPECT_DOUBLE_EQ(split->steal_pct, 5.0);
+  EXPECT_EQ(split->cpus, 2u);
+  EXPECT_FALSE(machine_split(*after, *before));   // counters went backwards
+  EXPECT_FALSE(machine_split(*before, *before));  // no tick passed
+
+  EXPECT_FALSE(parse_machine_ticks("cpu0 1 2 3\nintr 5\n"));  // no total line
+  EXPECT_FALSE(parse_machine_ticks("cpu  1 2 3 x 5 6 7 8\n"));
+  EXPECT_FALSE(parse_machine_ticks("cpu  1 2 3\n"));  // too few fields
+  Result<MachineTicks> here = read_machine_ticks();
+  ASSERT_TRUE(here);
+  EXPECT_GE(here->cpus, 1u);
 }
 
 TEST(TernBenchProgress, MeterSumsSlotsAndTheLineShowsRateAndErrors) {

@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <iterator>
@@ -39,6 +40,68 @@ Result<std::uint64_t> read_cpu_ticks(pid_t pid) {
   if (!file) return fail(std::errc::no_such_process);
   const std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   return parse_stat_cpu_ticks(stat);
+}
+
+Result<MachineTicks> parse_machine_ticks(std::string_view proc_stat) {
+  MachineTicks ticks;
+  bool found = false;
+  while (!proc_stat.empty()) {
+    const std::size_t end = std::min(proc_stat.find('\n'), proc_stat.size());
+    std::string_view line = proc_stat.substr(0, end);
+    proc_stat.remove_prefix(std::min(end + 1, proc_stat.size()));
+    if (!line.starts_with("cpu")) continue;
+    if (line.size() > 3 && line[3] >= '0' && line[3] <= '9') {
+      ++ticks.cpus;
+      continue;
+    }
+    // "cpu  user nice system idle iowait irq softirq steal guest guest_nice"
+    line.remove_prefix(3);
+    std::uint64_t field[8] = {};
+    for (std::uint64_t& value : field) {
+      while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+      const auto [ptr, error] = std::from_chars(line.data(), line.data() + line.size(), value);
+      if (error != std::errc{} || ptr == line.data()) return fail(std::errc::invalid_argument);
+      line.remove_prefix(static_cast<std::size_t>(ptr - line.data()));
+    }
+    ticks.user = field[0] + field[1];
+    ticks.system = field[2];
+    ticks.idle = field[3] + field[4];
+    ticks.irq = field[5] + field[6];
+    ticks.steal = field[7];
+    found = true;
+  }
+  if (!found) return fail(std::errc::invalid_argument);
+  return ticks;
+}
+
+Result<MachineTicks> read_machine_ticks() {
+  std::ifstream file("/proc/stat");
+  if (!file) return fail(std::errc::no_such_file_or_directory);
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  return parse_machine_ticks(text);
+}
+
+std::optional<MachineSplit> machine_split(const MachineTicks& before, const MachineTicks& after) {
+  const std::uint64_t parts_before[] = {before.user, before.system, before.irq, before.idle,
+                                        before.steal};
+  const std::uint64_t parts_after[] = {after.user, after.system, after.irq, after.idle,
+                                       after.steal};
+  double delta[5] = {};
+  double total = 0;
+  for (std::size_t i = 0; i < 5; ++i) {
+    if (parts_after[i] < parts_before[i]) return std::nullopt;
+    delta[i] = static_cast<double>(parts_after[i] - parts_before[i]);
+    total += delta[i];
+  }
+  if (total <= 0) return std::nullopt;
+  MachineSplit split;
+  split.user_pct = delta[0] / total * 100.0;
+  split.system_pct = delta[1] / total * 100.0;
+  split.irq_pct = delta[2] / total * 100.0;
+  split.idle_pct = delta[3] / total * 100.0;
+  split.steal_pct = delta[4] / total * 100.0;
+  split.cpus = after.cpus;
+  return split;
 }
 
 std::optional<double> CpuMeter::cpu_ns() const {

@@ -60,6 +60,16 @@ Json Report::to_json() const {
   out["verified"] = verified;
   out["client_cpu_pct"] = optional_number(client_cpu_pct);
   out["server_cpu_pct"] = optional_number(server_cpu_pct);
+  if (machine_cpu) {
+    out["machine_cpu"] = {{"cpus", machine_cpu->cpus},
+                          {"user_pct", round_to(machine_cpu->user_pct, 1)},
+                          {"system_pct", round_to(machine_cpu->system_pct, 1)},
+                          {"irq_pct", round_to(machine_cpu->irq_pct, 1)},
+                          {"idle_pct", round_to(machine_cpu->idle_pct, 1)},
+                          {"steal_pct", round_to(machine_cpu->steal_pct, 1)}};
+  } else {
+    out["machine_cpu"] = nullptr;
+  }
   out["error_messages"] = error_messages;
   out["notes"] = notes;
   return out;
@@ -77,6 +87,13 @@ std::string Report::text() const {
   };
   out += fmt::format("  CPU (% of one CPU): client {}, server {}\n", cpu(client_cpu_pct),
                      cpu(server_cpu_pct));
+  if (machine_cpu) {
+    out += fmt::format(
+        "  machine CPU (% of {} CPUs): user {:.1f}, system {:.1f}, irq {:.1f}, idle {:.1f}, "
+        "steal {:.1f}\n",
+        machine_cpu->cpus, machine_cpu->user_pct, machine_cpu->system_pct, machine_cpu->irq_pct,
+        machine_cpu->idle_pct, machine_cpu->steal_pct);
+  }
   for (const std::string& note : notes) out += "  note: " + note + "\n";
   if (exit_status() == 0) {
     out += "  verified: yes, 0 errors\n";

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cpu.h"
+
 namespace tern::bench {
 
 // JSON with the keys kept in insertion order, so every report prints its fields the same way.
@@ -26,6 +28,7 @@ struct Report {
   bool verified = false;
   std::optional<double> client_cpu_pct;     // % of one CPU over the run
   std::optional<double> server_cpu_pct;     // only with --server-pid
+  std::optional<MachineSplit> machine_cpu;  // how all the machine's CPUs spent the run
   std::vector<std::string> error_messages;  // the first kMaxErrorMessages errors
   std::vector<std::string> notes;           // what the reader must know about the run
   std::vector<std::string> summary;         // the text output's headline lines

@@ -39,12 +39,16 @@ void add_network_params(Report& report, const NetworkOptions& net, std::string_v
 }
 
 void CpuWindow::start() {
+  Result<MachineTicks> machine = read_machine_ticks();
+  machine_start_ = machine ? std::optional<MachineTicks>(*machine) : std::nullopt;
   client_.start();
   if (has_server_) server_.start();
 }
 
 void CpuWindow::stop(Report& report) {
   report.client_cpu_pct = client_.stop();
+  if (Result<MachineTicks> machine = read_machine_ticks(); machine && machine_start_)
+    report.machine_cpu = machine_split(*machine_start_, *machine);
   if (has_server_) {
     report.server_cpu_pct = server_.stop();
     if (!report.server_cpu_pct) report.notes.push_back("the server's CPU could not be read");

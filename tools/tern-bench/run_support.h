@@ -31,15 +31,18 @@ RuntimeOptions client_runtime(const NetworkOptions& net);
 // workers, duration_s); `backend` is the backend the client really ran on.
 void add_network_params(Report& report, const NetworkOptions& net, std::string_view backend);
 
-// The client's CPU (this process) and, with --server-pid, the server's, over one interval.
+// The client's CPU (this process), with --server-pid the server's, and how the whole machine
+// spent its CPU time, over one interval.
 class CpuWindow {
  public:
   explicit CpuWindow(pid_t server_pid) : server_(server_pid) { has_server_ = server_pid > 0; }
   void start();
-  // Ends the interval and puts client_cpu_pct (and server_cpu_pct) into the report.
+  // Ends the interval and puts client_cpu_pct (and server_cpu_pct) and machine_cpu into the
+  // report.
   void stop(Report& report);
 
  private:
+  std::optional<MachineTicks> machine_start_;
   CpuMeter client_{0};
   CpuMeter server_;
   bool has_server_ = false;
