@@ -82,26 +82,19 @@ Result<MachineTicks> read_machine_ticks() {
 }
 
 std::optional<MachineSplit> machine_split(const MachineTicks& before, const MachineTicks& after) {
-  const std::uint64_t parts_before[] = {before.user, before.system, before.irq, before.idle,
-                                        before.steal};
-  const std::uint64_t parts_after[] = {after.user, after.system, after.irq, after.idle,
-                                       after.steal};
-  double delta[5] = {};
-  double total = 0;
-  for (std::size_t i = 0; i < 5; ++i) {
-    if (parts_after[i] < parts_before[i]) return std::nullopt;
-    delta[i] = static_cast<double>(parts_after[i] - parts_before[i]);
-    total += delta[i];
-  }
-  if (total <= 0) return std::nullopt;
-  MachineSplit split;
-  split.user_pct = delta[0] / total * 100.0;
-  split.system_pct = delta[1] / total * 100.0;
-  split.irq_pct = delta[2] / total * 100.0;
-  split.idle_pct = delta[3] / total * 100.0;
-  split.steal_pct = delta[4] / total * 100.0;
-  split.cpus = after.cpus;
-  return split;
+  if (after.user < before.user || after.system < before.system || after.irq < before.irq ||
+      after.idle < before.idle || after.steal < before.steal || after.total() <= before.total())
+    return std::nullopt;
+  const double total = static_cast<double>(after.total() - before.total());
+  const auto pct = [total](std::uint64_t from, std::uint64_t to) {
+    return static_cast<double>(to - from) / total * 100.0;
+  };
+  return MachineSplit{.user_pct = pct(before.user, after.user),
+                      .system_pct = pct(before.system, after.system),
+                      .irq_pct = pct(before.irq, after.irq),
+                      .idle_pct = pct(before.idle, after.idle),
+                      .steal_pct = pct(before.steal, after.steal),
+                      .cpus = after.cpus};
 }
 
 std::optional<double> CpuMeter::cpu_ns() const {

@@ -30,6 +30,8 @@ struct MachineTicks {
   std::uint64_t idle = 0;    // idle + iowait
   std::uint64_t steal = 0;   // time the hypervisor gave to others while this guest wanted it
   std::size_t cpus = 0;      // the number of "cpuN" lines
+
+  std::uint64_t total() const noexcept { return user + system + irq + idle + steal; }
 };
 
 // Parses the text of /proc/stat; invalid_argument if its "cpu" line is missing or malformed.
