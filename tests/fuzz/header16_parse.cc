@@ -6,8 +6,10 @@
 #include <cstring>
 #include <optional>
 #include <system_error>
+#include <vector>
 
 #include "chunk_splitter.h"
+#include "frame16_echo.h"
 #include "header16.h"
 #include "require.h"
 #include "tern/net/buffer.h"
@@ -19,7 +21,7 @@ namespace {
 using tools::Header16;
 using tools::kHeader16Size;
 
-// tern-echo's smallest read buffer (--buf); reads ask for half of it, as frame16_stream does.
+// tern-echo's smallest read buffer (--buf). The Buffer loop asks each read for half of it.
 constexpr std::size_t kBufferSize = 64;
 constexpr std::size_t kReadAtLeast = kBufferSize / 2;
 
@@ -98,11 +100,85 @@ void check_message(const net::Frame& frame, std::span<const std::byte> rest,
           "an echo reply's header is not the request's with ack = syn");
 }
 
+// What tern-echo's streaming echo must send for `stream` read at once: every echo message's
+// header with ack = syn and as much of its payload as arrived, up to the first invalid header.
+struct StreamedReplies {
+  std::vector<std::byte> bytes;
+  tools::Frame16Echo::Verdict verdict = tools::Frame16Echo::Verdict::more;
+};
+
+StreamedReplies expected_replies(std::span<const std::byte> stream, std::size_t max_payload) {
+  StreamedReplies out;
+  std::size_t at = 0;
+  while (stream.size() - at >= kHeader16Size) {
+    const std::uint32_t len = read_u32(stream.data() + at);
+    if (len > max_payload) {
+      out.verdict = tools::Frame16Echo::Verdict::oversized;
+      break;
+    }
+    const std::uint16_t cmd = read_u16(stream.data() + at + 4);
+    if (!known_message(read_u16(stream.data() + at + 6), cmd)) {
+      out.verdict = tools::Frame16Echo::Verdict::bad_header;
+      break;
+    }
+    const std::size_t body = std::min<std::size_t>(len, stream.size() - at - kHeader16Size);
+    if (cmd == static_cast<std::uint16_t>(tools::Command::echo)) {
+      const std::byte* header = stream.data() + at;
+      out.bytes.insert(out.bytes.end(), header, header + 12);
+      out.bytes.insert(out.bytes.end(), header + 8, header + 12);  // ack = syn
+      out.bytes.insert(out.bytes.end(), header + kHeader16Size, header + kHeader16Size + body);
+    }
+    at += kHeader16Size + body;
+  }
+  return out;
+}
+
+// Runs tools::Frame16Echo over `stream` in the reads `reads` gives, in a buffer of tern-echo's
+// smallest size with the kept bytes moved to its front, as frame16_stream does, and checks that
+// the bytes it sends back and its verdict are those of the whole stream.
+tools::Frame16Echo::Verdict check_streaming_echo(std::span<const std::byte> stream,
+                                                 ChunkSplitter reads, std::size_t max_payload) {
+  tools::Frame16Echo echo(max_payload);
+  std::array<std::byte, kBufferSize> buffer{};
+  std::vector<iovec> replies;
+  std::vector<std::byte> sent;
+  std::size_t kept = 0;
+  std::size_t delivered = 0;
+  tools::Frame16Echo::Verdict verdict = tools::Frame16Echo::Verdict::more;
+  for (;;) {
+    require(kept < kHeader16Size, "more than an incomplete header kept");
+    const std::size_t size = std::min(reads.next(stream.size() - delivered), kBufferSize - kept);
+    if (size == 0) break;
+    std::memcpy(buffer.data() + kept, stream.data() + delivered, size);
+    delivered += size;
+    const std::size_t filled = kept + size;
+    replies.clear();
+    const tools::Frame16Echo::Step step = echo.take(std::span(buffer).first(filled), replies);
+    for (const iovec& reply : replies) {
+      const auto* from = static_cast<const std::byte*>(reply.iov_base);
+      require(from >= buffer.data() && from + reply.iov_len <= buffer.data() + filled,
+              "a reply range outside the bytes read");
+      sent.insert(sent.end(), from, from + reply.iov_len);
+    }
+    verdict = step.verdict;
+    if (verdict != tools::Frame16Echo::Verdict::more) break;
+    require(step.kept <= filled, "kept more than was read");
+    kept = step.kept;
+    std::memmove(buffer.data(), buffer.data() + filled - kept, kept);
+  }
+  const StreamedReplies whole = expected_replies(stream.first(delivered), max_payload);
+  require(verdict == whole.verdict, "the streaming echo closes for another reason");
+  require(sent == whole.bytes,
+          "the streaming echo sends other bytes than the whole stream's replies");
+  return verdict;
+}
+
 }  // namespace
 
 Frame16Summary serve_frame16_bytes(std::span<const std::byte> input) {
   if (input.size() < 2) return {};
-  ChunkSplitter reads(static_cast<std::uint8_t>(input[0]));
+  const ChunkSplitter splitter(static_cast<std::uint8_t>(input[0]));
+  ChunkSplitter reads = splitter;
   const std::size_t max_payload = 4 * static_cast<std::size_t>(input[1]);
   const std::span<const std::byte> stream = input.subspan(2);
   const net::FrameFormat format = tools::header16_format(max_payload);
@@ -165,6 +241,17 @@ Frame16Summary serve_frame16_bytes(std::span<const std::byte> input) {
                 summary.consumed + summary.leftover == stream.size(),
             "message sizes do not add up to the stream");
   }
+
+  // tern-echo's streaming echo over the same reads: it sees every header the loop above saw, so a
+  // reason the loop closed for is the echo's too, and an echo that found no fault means a loop
+  // that found none.
+  const tools::Frame16Echo::Verdict verdict = check_streaming_echo(stream, splitter, max_payload);
+  if (summary.close == Frame16Close::oversized)
+    require(verdict == tools::Frame16Echo::Verdict::oversized, "the echo missed an oversized one");
+  if (summary.close == Frame16Close::bad_header)
+    require(verdict == tools::Frame16Echo::Verdict::bad_header, "the echo missed a bad header");
+  if (verdict == tools::Frame16Echo::Verdict::more)
+    require(summary.close == Frame16Close::none, "the loop closed where the echo found no fault");
   return summary;
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 
-// The 16-byte-header framing of tern-echo's frame16 mode and tern-bench's traffic
-// (tools/common/header16.h over tern::net::parse_frame), run over bytes in memory the way
-// tern-echo's frame16_stream reads a connection: what the libFuzzer target header16_fuzz feeds and
-// what its seed corpus check runs. Any thread.
+// The 16-byte-header framing of tern-bench's traffic (tools/common/header16.h over
+// tern::net::parse_frame in a net::Buffer) and tern-echo's frame16 mode (tools::Frame16Echo, a
+// streaming echo), run over bytes in memory in socket-sized reads: what the libFuzzer target
+// header16_fuzz feeds and what its seed corpus check runs. Any thread.
 
 #include <cstddef>
 #include <span>
@@ -24,9 +24,11 @@ struct Frame16Summary {
 
 // Input layout: byte 0 sets the read sizes (0: the whole stream in one read, n: reads of 1 to n
 // bytes), byte 1 the payload limit (4 bytes per unit), the rest is the stream. Reads it into a
-// net::Buffer of tern-echo's smallest size and parses messages in a loop as frame16_stream does,
-// checking each message and reply and the buffer's progress, then compares the result with a
-// plain decoder run over the whole stream. Aborts when a check fails.
+// net::Buffer of tern-echo's smallest size and parses messages in a loop, checking each message
+// and reply and the buffer's progress, then compares the result with a plain decoder run over the
+// whole stream. Then runs tools::Frame16Echo over the same reads, as tern-echo's frame16_stream
+// does, and checks the bytes it sends back and why it closes against the whole stream's. Aborts
+// when a check fails.
 Frame16Summary serve_frame16_bytes(std::span<const std::byte> input);
 
 }  // namespace tern::fuzz

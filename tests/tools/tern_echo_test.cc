@@ -2,6 +2,7 @@
 // named by TERN_IO; stopped with SIGTERM.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <string>
@@ -125,6 +126,83 @@ TEST(TernEcho, Frame16AnswersEchoCommandsAndClosesOnBadHeaders) {
     ASSERT_TRUE(stream.write_all(raw));
     ASSERT_TRUE(stream.read_exact(raw, tern::deadline_after(30s)));
     EXPECT_EQ(tern::tools::Header16::load(raw).ack, 9u);
+  });
+  EXPECT_EQ(server.stop(), 0);
+}
+
+// The header of a frame16 message followed by its payload.
+std::vector<std::byte> frame16_message(std::uint16_t cmd, std::uint32_t syn,
+                                       const std::string& payload) {
+  tern::tools::Header16 header{
+      .len = static_cast<std::uint32_t>(payload.size()), .cmd = cmd, .syn = syn};
+  std::vector<std::byte> out(tern::tools::kHeader16Size);
+  header.store(std::span<std::byte, 16>(out.data(), 16));
+  for (char c : payload) out.push_back(static_cast<std::byte>(c));
+  return out;
+}
+
+// Messages cut at every kind of boundary: a reply streams back as its pieces arrive, a header
+// waits until it is whole, a discarded payload in pieces sends nothing.
+TEST(TernEcho, Frame16StreamsRepliesOfMessagesThatArriveInPieces) {
+  EchoServer server({"--mode", "frame16"});
+  ASSERT_GT(server.port(), 0);
+  with_connection(server, [](TcpStream& stream) {
+    const auto send = [&](std::span<const std::byte> bytes) {
+      ASSERT_TRUE(stream.write_all(bytes, tern::deadline_after(30s)));
+    };
+    const auto receive = [&](std::size_t size) {
+      std::vector<std::byte> got(size);
+      EXPECT_TRUE(stream.read_exact(got, tern::deadline_after(30s)));
+      return got;
+    };
+    // An echo message whose payload comes in two pieces: the header and the first piece come
+    // back before the rest is sent.
+    const std::vector<std::byte> first = frame16_message(1, 41, "abcdefgh");
+    send(std::span(first).first(16 + 3));
+    const std::vector<std::byte> head = receive(16 + 3);
+    EXPECT_EQ(tern::tools::Header16::load(head).ack, 41u);
+    EXPECT_EQ(tern::tools::Header16::load(head).syn, 41u);
+    EXPECT_TRUE(std::equal(head.begin() + 16, head.end(), first.begin() + 16));
+    send(std::span(first).subspan(16 + 3));
+    const std::vector<std::byte> tail = receive(5);
+    EXPECT_TRUE(std::equal(tail.begin(), tail.end(), first.begin() + 16 + 3));
+
+    // A discard message in pieces, then an echo message whose header is cut after 10 bytes: only
+    // the echo reply comes back, and whole.
+    const std::vector<std::byte> dropped = frame16_message(2, 42, "not for you");
+    const std::vector<std::byte> second = frame16_message(1, 43, "xyz");
+    send(std::span(dropped).first(16 + 4));
+    send(std::span(dropped).subspan(16 + 4));
+    send(std::span(second).first(10));
+    send(std::span(second).subspan(10));
+    const std::vector<std::byte> reply = receive(second.size());
+    const tern::tools::Header16 header = tern::tools::Header16::load(reply);
+    EXPECT_EQ(header.ack, 43u);
+    EXPECT_EQ(header.len, 3u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(reply.data() + 16), 3), "xyz");
+
+    // Many messages in one write, more than the server's buffer holds: every reply comes back
+    // in order with its own ack, the discarded ones left out.
+    std::vector<std::byte> burst;
+    std::vector<std::uint32_t> echoed;
+    for (std::uint32_t syn = 1000; syn < 1400; ++syn) {
+      const bool echo = syn % 3 != 0;
+      const std::vector<std::byte> message =
+          frame16_message(echo ? 1 : 2, syn, std::string(syn % 97, static_cast<char>(syn)));
+      burst.insert(burst.end(), message.begin(), message.end());
+      if (echo) echoed.push_back(syn);
+    }
+    send(burst);
+    for (std::uint32_t syn : echoed) {
+      const std::vector<std::byte> raw = receive(16);
+      const tern::tools::Header16 got = tern::tools::Header16::load(raw);
+      ASSERT_EQ(got.ack, syn);
+      ASSERT_EQ(got.len, syn % 97);
+      const std::vector<std::byte> payload = receive(got.len);
+      ASSERT_TRUE(std::all_of(payload.begin(), payload.end(), [syn](std::byte b) {
+        return b == static_cast<std::byte>(static_cast<char>(syn));
+      }));
+    }
   });
   EXPECT_EQ(server.stop(), 0);
 }

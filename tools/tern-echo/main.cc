@@ -2,12 +2,14 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "../common/admin_option.h"
+#include "../common/frame16_echo.h"
 #include "../common/header16.h"
 #include "../common/idle_poll_option.h"
 #include "../common/stop_signal.h"
@@ -63,53 +65,36 @@ void discard_stream(tern::net::TcpStream& stream, std::size_t buf_size) {
 }
 
 // Answers 16-byte-header messages (SEEDS 000): echo replies with the payload and ack = syn;
-// discard sends nothing. A malformed header or an oversized payload closes the connection.
-// A reply is its request with the ack field set, so the server patches each echo request in the
-// read buffer and writes every run of consecutive echo messages with one iovec.
+// discard sends nothing. Streams (tools::Frame16Echo): each read fills the buffer but for an
+// incomplete header kept at its front, and one writev sends back every byte of echo messages it
+// brought. A malformed header or an oversized payload closes the connection, after the replies
+// to the messages before it.
 void frame16_stream(tern::net::TcpStream& stream, std::size_t buf_size, std::size_t max_payload) {
-  tern::net::Buffer in(buf_size);
-  const tern::net::FrameFormat format = tern::tools::header16_format(max_payload);
+  const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
+  const std::span<std::byte> buf(storage.get(), buf_size);
+  tern::tools::Frame16Echo echo(max_payload);
   std::vector<iovec> replies;
+  std::size_t kept = 0;
   for (;;) {
-    tern::Result<std::size_t> n = in.read_from(stream, tern::kNoDeadline, buf_size / 2);
+    tern::Result<std::size_t> n = stream.read(buf.subspan(kept));
     if (!n || *n == 0) return;
-    const std::span<std::byte> bytes = in.readable();
     replies.clear();
-    std::size_t consumed = 0;
-    for (;;) {
-      const std::span<std::byte> rest = bytes.subspan(consumed);
-      tern::Result<std::optional<tern::net::Frame>> frame = tern::net::parse_frame(rest, format);
-      if (!frame) {
-        std::fprintf(stderr, "tern-echo: closing a connection: payload over %zu bytes\n",
-                     max_payload);
-        return;
-      }
-      if (!*frame) break;
-      const tern::tools::Header16 header = tern::tools::Header16::load((*frame)->header);
-      if (header.ver != tern::tools::kHeader16Version ||
-          (header.cmd != static_cast<std::uint16_t>(tern::tools::Command::echo) &&
-           header.cmd != static_cast<std::uint16_t>(tern::tools::Command::discard))) {
-        std::fprintf(stderr, "tern-echo: closing a connection: bad header (ver %u, cmd %u)\n",
-                     header.ver, header.cmd);
-        return;
-      }
-      const std::size_t size = (*frame)->size();
-      if (header.cmd == static_cast<std::uint16_t>(tern::tools::Command::echo)) {
-        tern::tools::store_header16_ack(rest, header.syn);
-        const bool follows_last_reply =
-            !replies.empty() &&
-            static_cast<std::byte*>(replies.back().iov_base) + replies.back().iov_len ==
-                rest.data();
-        if (follows_last_reply) {
-          replies.back().iov_len += size;
-        } else {
-          replies.push_back({rest.data(), size});
-        }
-      }
-      consumed += size;
-    }
+    const std::size_t filled = kept + *n;
+    const tern::tools::Frame16Echo::Step step = echo.take(buf.first(filled), replies);
     if (!replies.empty() && !stream.writev_all(replies)) return;
-    in.consume(consumed);
+    const tern::tools::Header16& header = echo.header();
+    if (step.verdict == tern::tools::Frame16Echo::Verdict::oversized) {
+      std::fprintf(stderr, "tern-echo: closing a connection: payload of %u bytes over %zu\n",
+                   header.len, max_payload);
+      return;
+    }
+    if (step.verdict == tern::tools::Frame16Echo::Verdict::bad_header) {
+      std::fprintf(stderr, "tern-echo: closing a connection: bad header (ver %u, cmd %u)\n",
+                   header.ver, header.cmd);
+      return;
+    }
+    kept = step.kept;
+    std::memmove(buf.data(), buf.data() + filled - kept, kept);
   }
 }
 
