@@ -16,7 +16,8 @@ namespace tern::tools {
 // bytes, read by read: it patches each echo request's header in place (ack = syn, the reply is
 // otherwise the request) and lists the bytes to write back, a payload in as many pieces as it
 // arrives in; discarded messages are skipped. Only an incomplete header waits for the next read,
-// so a server can read into its whole buffer every time, as a byte echo does. One connection.
+// so a server can read into its whole buffer every time, as a byte echo does. One per connection,
+// used by that connection's fiber (or thread).
 class Frame16Echo {
  public:
   enum class Verdict {
