@@ -25,8 +25,6 @@ class Buffer {
   std::span<const std::byte> readable() const noexcept {
     return {storage_.data() + begin_, end_ - begin_};
   }
-  // The same bytes, writable in place (to answer a frame by patching its header, say).
-  std::span<std::byte> readable() noexcept { return {storage_.data() + begin_, end_ - begin_}; }
   std::size_t size() const noexcept { return end_ - begin_; }
   bool empty() const noexcept { return begin_ == end_; }
 
