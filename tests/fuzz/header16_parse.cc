@@ -46,24 +46,38 @@ bool known_message(std::uint16_t ver, std::uint16_t cmd) {
           cmd == static_cast<std::uint16_t>(tools::Command::discard));
 }
 
+// What is wrong with the header at `header`, by byte arithmetic: a payload over the limit
+// (checked first, as parse_frame does), an unknown version or command, or nothing.
+Frame16Close header_fault(const std::byte* header, std::size_t max_payload) {
+  if (read_u32(header) > max_payload) return Frame16Close::oversized;
+  if (!known_message(read_u16(header + 6), read_u16(header + 4))) return Frame16Close::bad_header;
+  return Frame16Close::none;
+}
+
+bool is_echo(const std::byte* header) {
+  return read_u16(header + 4) == static_cast<std::uint16_t>(tools::Command::echo);
+}
+
 // The same stream decoded at once by byte arithmetic, without Buffer, parse_frame or Header16.
+// Like the Buffer loop, it judges a header's command only once its whole message is there.
 Frame16Summary decode_whole(std::span<const std::byte> stream, std::size_t max_payload) {
   Frame16Summary summary;
   std::size_t at = 0;
   while (stream.size() - at >= kHeader16Size) {
-    const std::uint32_t len = read_u32(stream.data() + at);
-    if (len > max_payload) {
-      summary.close = Frame16Close::oversized;
+    const std::byte* header = stream.data() + at;
+    const std::uint32_t len = read_u32(header);
+    const Frame16Close fault = header_fault(header, max_payload);
+    if (fault == Frame16Close::oversized) {
+      summary.close = fault;
       return summary;
     }
     if (stream.size() - at - kHeader16Size < len) break;
-    const std::uint16_t cmd = read_u16(stream.data() + at + 4);
-    if (!known_message(read_u16(stream.data() + at + 6), cmd)) {
-      summary.close = Frame16Close::bad_header;
+    if (fault == Frame16Close::bad_header) {
+      summary.close = fault;
       return summary;
     }
     ++summary.frames;
-    if (cmd == static_cast<std::uint16_t>(tools::Command::echo)) ++summary.echoed;
+    if (is_echo(header)) ++summary.echoed;
     at += kHeader16Size + len;
   }
   summary.consumed = at;
@@ -101,29 +115,23 @@ void check_message(const net::Frame& frame, std::span<const std::byte> rest,
 }
 
 // What tern-echo's streaming echo must send for `stream` read at once: every echo message's
-// header with ack = syn and as much of its payload as arrived, up to the first invalid header.
+// header with ack = syn and as much of its payload as arrived, up to the first invalid header,
+// which it judges as soon as the header is whole.
 struct StreamedReplies {
   std::vector<std::byte> bytes;
-  tools::Frame16Echo::Verdict verdict = tools::Frame16Echo::Verdict::more;
+  Frame16Close close = Frame16Close::none;
 };
 
 StreamedReplies expected_replies(std::span<const std::byte> stream, std::size_t max_payload) {
   StreamedReplies out;
   std::size_t at = 0;
   while (stream.size() - at >= kHeader16Size) {
-    const std::uint32_t len = read_u32(stream.data() + at);
-    if (len > max_payload) {
-      out.verdict = tools::Frame16Echo::Verdict::oversized;
-      break;
-    }
-    const std::uint16_t cmd = read_u16(stream.data() + at + 4);
-    if (!known_message(read_u16(stream.data() + at + 6), cmd)) {
-      out.verdict = tools::Frame16Echo::Verdict::bad_header;
-      break;
-    }
-    const std::size_t body = std::min<std::size_t>(len, stream.size() - at - kHeader16Size);
-    if (cmd == static_cast<std::uint16_t>(tools::Command::echo)) {
-      const std::byte* header = stream.data() + at;
+    const std::byte* header = stream.data() + at;
+    out.close = header_fault(header, max_payload);
+    if (out.close != Frame16Close::none) break;
+    const std::size_t body =
+        std::min<std::size_t>(read_u32(header), stream.size() - at - kHeader16Size);
+    if (is_echo(header)) {
       out.bytes.insert(out.bytes.end(), header, header + 12);
       out.bytes.insert(out.bytes.end(), header + 8, header + 12);  // ack = syn
       out.bytes.insert(out.bytes.end(), header + kHeader16Size, header + kHeader16Size + body);
@@ -133,11 +141,23 @@ StreamedReplies expected_replies(std::span<const std::byte> stream, std::size_t 
   return out;
 }
 
+Frame16Close close_of(tools::Frame16Echo::Verdict verdict) {
+  switch (verdict) {
+    case tools::Frame16Echo::Verdict::oversized:
+      return Frame16Close::oversized;
+    case tools::Frame16Echo::Verdict::bad_header:
+      return Frame16Close::bad_header;
+    case tools::Frame16Echo::Verdict::more:
+      break;
+  }
+  return Frame16Close::none;
+}
+
 // Runs tools::Frame16Echo over `stream` in the reads `reads` gives, in a buffer of tern-echo's
 // smallest size with the kept bytes moved to its front, as frame16_stream does, and checks that
-// the bytes it sends back and its verdict are those of the whole stream.
-tools::Frame16Echo::Verdict check_streaming_echo(std::span<const std::byte> stream,
-                                                 ChunkSplitter reads, std::size_t max_payload) {
+// the bytes it sends back and why it closes are those of the whole stream. Returns that reason.
+Frame16Close check_streaming_echo(std::span<const std::byte> stream, ChunkSplitter reads,
+                                  std::size_t max_payload) {
   tools::Frame16Echo echo(max_payload);
   std::array<std::byte, kBufferSize> buffer{};
   std::vector<iovec> replies;
@@ -167,10 +187,10 @@ tools::Frame16Echo::Verdict check_streaming_echo(std::span<const std::byte> stre
     std::memmove(buffer.data(), buffer.data() + filled - kept, kept);
   }
   const StreamedReplies whole = expected_replies(stream.first(delivered), max_payload);
-  require(verdict == whole.verdict, "the streaming echo closes for another reason");
+  require(close_of(verdict) == whole.close, "the streaming echo closes for another reason");
   require(sent == whole.bytes,
           "the streaming echo sends other bytes than the whole stream's replies");
-  return verdict;
+  return whole.close;
 }
 
 }  // namespace
@@ -245,12 +265,10 @@ Frame16Summary serve_frame16_bytes(std::span<const std::byte> input) {
   // tern-echo's streaming echo over the same reads: it sees every header the loop above saw, so a
   // reason the loop closed for is the echo's too, and an echo that found no fault means a loop
   // that found none.
-  const tools::Frame16Echo::Verdict verdict = check_streaming_echo(stream, splitter, max_payload);
-  if (summary.close == Frame16Close::oversized)
-    require(verdict == tools::Frame16Echo::Verdict::oversized, "the echo missed an oversized one");
-  if (summary.close == Frame16Close::bad_header)
-    require(verdict == tools::Frame16Echo::Verdict::bad_header, "the echo missed a bad header");
-  if (verdict == tools::Frame16Echo::Verdict::more)
+  const Frame16Close echo_close = check_streaming_echo(stream, splitter, max_payload);
+  if (summary.close != Frame16Close::none)
+    require(echo_close == summary.close, "the echo closes for another reason than the loop");
+  if (echo_close == Frame16Close::none)
     require(summary.close == Frame16Close::none, "the loop closed where the echo found no fault");
   return summary;
 }
