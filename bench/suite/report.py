@@ -79,6 +79,14 @@ def median_rounds(runs):
     return chosen
 
 
+def tern_and_best_peer(values):
+    """From {server: figure} (None where missing), the better tern backend's figure and the best
+    peer's (None when there is none)."""
+    def best(names):
+        return max([v for s, v in values.items() if s in names and v is not None], default=None)
+    return best(TERN), best([s for s in values if s not in TERN])
+
+
 def ran_in_rounds(runs):
     """Whether these runs came from a pass with more than one round per comparison."""
     return any(r["suite"].get("rounds", 1) > 1 for r in runs)
@@ -109,9 +117,9 @@ class Report:
     def by_table(self, name):
         return [r for r in self.runs if r.get("suite", {}).get("table") == name]
 
-    def round_ratios(self, cell, figure, peers):
+    def round_ratios(self, cell, figure):
         """Per round of the comparison whose median runs are `cell` (server -> run), the better
-        tern backend's figure over the best of `peers`, as "1.21 / 1.35 / 1.18" (empty when the
+        tern backend's figure over the best peer's, as "1.21 / 1.35 / 1.18" (empty when the
         comparison ran once)."""
         group = next(iter(cell.values()))["suite"].get("group")
         by_round = defaultdict(dict)
@@ -119,14 +127,8 @@ class Report:
             suite = r.get("suite", {})
             if suite.get("group") == group and suite.get("rounds", 1) > 1:
                 by_round[suite.get("round")][server_of(r)] = fig(r, figure)
-        texts = []
-        for number in sorted(by_round):
-            values = by_round[number]
-            tern = max([v for s, v in values.items() if s in TERN and v is not None], default=None)
-            best = max([v for s, v in values.items() if s in peers and v is not None],
-                       default=None)
-            texts.append(ratio(tern, best).rstrip("×"))
-        return " / ".join(texts)
+        return " / ".join(ratio(*tern_and_best_peer(by_round[number])).rstrip("×")
+                          for number in sorted(by_round))
 
     def client_backends(self):
         """Which I/O backend tern-bench's clients ran on, from the runs' params: `auto` (the
@@ -217,8 +219,7 @@ class Report:
             groups[key].append(r)
         rows = []
         for (flag, threads, size, cmd), group in groups.items():
-            peers = [fig(r, "pkg_per_s") for r in group if server_of(r) not in TERN]
-            best = max([p for p in peers if p is not None], default=None)
+            _, best = tern_and_best_peer({server_of(r): fig(r, "pkg_per_s") for r in group})
             epoll = next((fig(r, "pkg_per_s") for r in group if server_of(r) == "otechod"), None)
             for r in sorted(group, key=lambda r: PEER_ORDER.index(server_of(r))
                             if server_of(r) in PEER_ORDER else 99):
@@ -292,7 +293,6 @@ class Report:
             p = r.get("params", {})
             key = (p.get("block_bytes"), p.get("threads"), p.get("sessions"))
             cells[key][server_of(r)] = r
-        peers = [s for s in servers if s not in TERN]
         rounds = ran_in_rounds(runs)
         rows, cpu_rows = [], []
         for key in sorted(cells, key=lambda k: tuple(x or 0 for x in k)):
@@ -300,14 +300,12 @@ class Report:
             here = [cells[key].get(s) for s in servers]
             row = head + [fmt(fig(r, "mb_per_s")) + mark(r) if r else "–" for r in here]
             cpu_rows.append(head + [fmt(r.get("server_cpu_pct")) if r else "–" for r in here])
-            peer_values = [fig(r, "mb_per_s") for s, r in cells[key].items() if s not in TERN]
-            best = max([v for v in peer_values if v is not None], default=None)
-            tern_values = [fig(cells[key][s], "mb_per_s") for s in TERN if s in cells[key]]
-            tern_best = max([v for v in tern_values if v is not None], default=None)
+            tern_best, best = tern_and_best_peer(
+                {s: fig(r, "mb_per_s") for s, r in cells[key].items()})
             asio = fig(cells[key]["asio"], "mb_per_s") if "asio" in cells[key] else None
             row += [fmt(best), ratio(tern_best, best), ratio(tern_best, asio)]
             if rounds:
-                row.append(self.round_ratios(cells[key], "mb_per_s", peers))
+                row.append(self.round_ratios(cells[key], "mb_per_s"))
             rows.append(row)
         # tern's pingpong target is stated against asio (docs/benchmarks.md): its own column.
         self.write(table(["Buffer", "Threads", "Sessions"] + servers +
@@ -374,7 +372,6 @@ class Report:
         for r in runs:
             cells[r.get("params", {}).get("concurrency")][server_of(r)] = r
         levels = sorted(k for k in cells if k is not None)
-        peers = [s for s in servers if s not in TERN]
         rounds = ran_in_rounds(runs)
 
         def best_peer(level, key, pick):
@@ -396,7 +393,7 @@ class Report:
                 row += [fmt(best)] + [ratio(fig(cells[level][t], key), best)
                                       if t in cells[level] else "–" for t in TERN]
                 if rounds and key == "tps":
-                    row.append(self.round_ratios(cells[level], "tps", peers))
+                    row.append(self.round_ratios(cells[level], "tps"))
                 rows.append(row)
             extra = (["better tern ÷ best peer, each round"]
                      if rounds and key == "tps" else [])
