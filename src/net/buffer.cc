@@ -8,19 +8,23 @@
 namespace tern::net {
 
 std::span<std::byte> Buffer::writable(std::size_t at_least) {
-  if (storage_.size() - end_ < at_least) {
+  if (storage_ == nullptr || capacity_ - end_ < at_least) {
     if (begin_ > 0) {  // compact first: move the unread bytes to the front
-      std::memmove(storage_.data(), storage_.data() + begin_, end_ - begin_);
+      std::memmove(storage_.get(), storage_.get() + begin_, end_ - begin_);
       end_ -= begin_;
       begin_ = 0;
     }
-    if (storage_.size() - end_ < at_least) {
-      std::size_t capacity = storage_.size() > 0 ? storage_.size() : 4096;
-      while (capacity - end_ < at_least) capacity *= 2;
-      storage_.resize(capacity);
+    std::size_t capacity = capacity_ > 0 ? capacity_ : 4096;
+    while (capacity - end_ < at_least) capacity *= 2;
+    if (storage_ == nullptr || capacity != capacity_) {
+      // Uninitialised on purpose: only the bytes a read or append fills are ever touched.
+      std::unique_ptr<std::byte[]> grown = std::make_unique_for_overwrite<std::byte[]>(capacity);
+      if (end_ > 0) std::memcpy(grown.get(), storage_.get(), end_);
+      storage_ = std::move(grown);
+      capacity_ = capacity;
     }
   }
-  return {storage_.data() + end_, storage_.size() - end_};
+  return {storage_.get() + end_, capacity_ - end_};
 }
 
 void Buffer::consume(std::size_t n) noexcept {

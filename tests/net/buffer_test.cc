@@ -117,6 +117,25 @@ TEST(Buffer, GrowsWhenCompactionIsNotEnough) {
   EXPECT_EQ(text_of(big.readable()), large);
 }
 
+TEST(Buffer, AllocatesItsStorageAtTheFirstWrite) {
+  // A connection's buffers cost nothing until bytes arrive for them.
+  Buffer idle(1 << 20);
+  EXPECT_TRUE(idle.empty());
+  EXPECT_EQ(idle.readable().data(), nullptr);
+  idle.consume(10);
+  idle.clear();
+  EXPECT_EQ(idle.readable().data(), nullptr);
+  EXPECT_EQ(idle.writable().size(), std::size_t{1} << 20);  // then all of the capacity asked for
+  EXPECT_NE(idle.readable().data(), nullptr);
+
+  // A first request larger than the capacity allocates the doubled size at once.
+  Buffer small(16);
+  EXPECT_EQ(small.writable(100).size(), 128u);
+  // A zero capacity starts at 4096 bytes.
+  Buffer zero(0);
+  EXPECT_EQ(zero.writable().size(), 4096u);
+}
+
 TEST(Buffer, SteadyFramesReuseOneAllocation) {
   Buffer buffer(256);
   const std::byte* storage = buffer.writable().data();

@@ -3,9 +3,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <span>
-#include <vector>
 
 #include "tern/base/clock.h"
 #include "tern/base/result.h"
@@ -16,14 +16,16 @@ class TcpStream;
 
 // A byte buffer for framed protocols: read into its free space, parse frames in place from its
 // readable bytes, then consume them. It compacts (moves the unread bytes to the front) before it
-// grows, so a steady stream of frames reuses one allocation. Not thread-safe.
+// grows, so a steady stream of frames reuses one allocation. The storage is allocated at the
+// first writable() and is not zeroed, so an idle connection's buffers cost no memory and a busy
+// one's only the pages it fills. Not thread-safe.
 class Buffer {
  public:
-  explicit Buffer(std::size_t capacity = 16 * 1024) : storage_(capacity) {}
+  explicit Buffer(std::size_t capacity = 16 * 1024) noexcept : capacity_(capacity) {}
 
   // The bytes received and not yet consumed.
   std::span<const std::byte> readable() const noexcept {
-    return {storage_.data() + begin_, end_ - begin_};
+    return {storage_.get() + begin_, end_ - begin_};
   }
   std::size_t size() const noexcept { return end_ - begin_; }
   bool empty() const noexcept { return begin_ == end_; }
@@ -45,7 +47,8 @@ class Buffer {
                                 std::size_t at_least = 4096);
 
  private:
-  std::vector<std::byte> storage_;
+  std::unique_ptr<std::byte[]> storage_;  // capacity_ bytes once allocated
+  std::size_t capacity_;
   std::size_t begin_ = 0;
   std::size_t end_ = 0;
 };
