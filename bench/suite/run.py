@@ -33,7 +33,9 @@ def parse_args():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(REPO, "build", "release"),
                         help="release build directory with TERN_BUILD_BENCH=ON (default: %(default)s)")
-    parser.add_argument("--full", action="store_true", help="the whole matrix (~30 min)")
+    parser.add_argument("--full", action="store_true",
+                        help="the whole matrix (about 90 minutes in three rounds; the quick "
+                        "pass takes about 17)")
     parser.add_argument("--only", default="",
                         help="comma-separated tables: switch,000,001,002,003,004")
     parser.add_argument("--seconds", type=float, default=None,
