@@ -9,10 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -54,6 +56,8 @@ class Greeter final : public codegen::GreeterBase {
   rpc::Status Say(rpc::ServerContext& context, const codegen::HelloRequest& request,
                   codegen::HelloReply& reply) override {
     ++handled_;
+    seen_.push_back({&request, &reply, request.ByteSizeLong(), reply.ByteSizeLong(),
+                     request.name().capacity()});
     context.add_reply_metadata("greeted", request.name());
     reply.set_text("hello, " + request.name());
     reply.set_length(static_cast<std::uint32_t>(request.name().size()));
@@ -70,8 +74,19 @@ class Greeter final : public codegen::GreeterBase {
 
   int handled() const { return handled_; }
 
+  // The messages one call of Say was handed, as they were when it started.
+  struct Seen {
+    const void* request;
+    const void* reply;
+    std::size_t request_bytes;
+    std::size_t reply_bytes;
+    std::size_t name_capacity;
+  };
+  const std::vector<Seen>& seen() const { return seen_; }
+
  private:
   int handled_ = 0;
+  std::vector<Seen> seen_;
 };
 
 std::vector<std::string_view> method_names(const rpc::Service& service) {
@@ -214,6 +229,93 @@ TEST(CodegenTest, MalformedRequestIsInvalidArgument) {
   EXPECT_TRUE(contains(status.message(), "tern.test.codegen.HelloRequest")) << status.message();
   EXPECT_EQ(greeter.handled(), 0);
   EXPECT_EQ(truncated.replies(), 0);
+}
+
+TEST(CodegenTest, EveryCallGetsClearedMessagesThatKeepTheirMemory) {
+  Greeter greeter;
+  rpc::ServerContext context;
+  codegen::HelloRequest first;
+  first.set_name("the first caller, with a name longer than a short string");
+  TestCall first_call(encode(first));
+  ASSERT_TRUE(invoke(greeter, "Say", context, first_call).ok());
+  // An empty request: nothing of the first call's name may show through.
+  TestCall second_call("");
+  ASSERT_TRUE(invoke(greeter, "Say", context, second_call).ok());
+
+  ASSERT_EQ(greeter.seen().size(), 2u);
+  const Greeter::Seen& second = greeter.seen()[1];
+  EXPECT_EQ(second.request_bytes, 0u);
+  EXPECT_EQ(second.reply_bytes, 0u);
+  codegen::HelloReply reply;
+  ASSERT_TRUE(reply.ParseFromString(second_call.encoded_reply()));
+  EXPECT_EQ(reply.text(), "hello, ");
+  EXPECT_EQ(reply.length(), 0u);
+  // The same objects served both calls, and the name's buffer stayed allocated.
+  EXPECT_EQ(second.request, greeter.seen()[0].request);
+  EXPECT_EQ(second.reply, greeter.seen()[0].reply);
+  EXPECT_GE(second.name_capacity, first.name().size());
+
+  // Count adds to the reply's total: a reply that was not cleared would carry the last sum.
+  Numbers numbers;
+  for (std::int64_t value : {5, -2, 40}) numbers.add_values(value);
+  for (int round = 0; round < 3; ++round) {
+    TestCall call(encode(numbers));
+    ASSERT_TRUE(invoke(greeter, "Count", context, call).ok());
+    Numbers_Sum sum;
+    ASSERT_TRUE(sum.ParseFromString(call.encoded_reply()));
+    EXPECT_EQ(sum.total(), 43) << "round " << round;
+    EXPECT_EQ(sum.count(), 3u) << "round " << round;
+  }
+}
+
+TEST(CodegenTest, ALargeCallsMessagesAreFreedNotKept) {
+  Greeter greeter;
+  rpc::ServerContext context;
+  codegen::HelloRequest large;
+  large.set_name(std::string(rpc::detail::kSpareMessageBytes + 1, 'x'));
+  TestCall large_call(encode(large));
+  ASSERT_TRUE(invoke(greeter, "Say", context, large_call).ok());
+  codegen::HelloRequest small;
+  small.set_name("tern");
+  TestCall small_call(encode(small));
+  ASSERT_TRUE(invoke(greeter, "Say", context, small_call).ok());
+
+  ASSERT_EQ(greeter.seen().size(), 2u);
+  // The next call's request did not inherit the large name's buffer.
+  EXPECT_LT(greeter.seen()[1].name_capacity, rpc::detail::kSpareMessageBytes);
+  codegen::HelloReply reply;
+  ASSERT_TRUE(reply.ParseFromString(small_call.encoded_reply()));
+  EXPECT_EQ(reply.text(), "hello, tern");
+}
+
+TEST(CodegenTest, SpareMessagesHoldAtMostTheirLimitAndComeBackCleared) {
+  using Pool = rpc::detail::SpareMessages<codegen::HelloRequest>;
+  Pool& pool = Pool::here();
+  while (pool.size() > 0) (void)pool.take();
+  EXPECT_EQ(&pool, &Pool::here());  // one pool per thread and type
+
+  std::unique_ptr<codegen::HelloRequest> named = pool.take();
+  named->set_name("kept");
+  const codegen::HelloRequest* const address = named.get();
+  pool.give(std::move(named), 6);
+  ASSERT_EQ(pool.size(), 1u);
+  std::unique_ptr<codegen::HelloRequest> again = pool.take();
+  EXPECT_EQ(again.get(), address);
+  EXPECT_TRUE(again->name().empty());
+  EXPECT_EQ(pool.size(), 0u);
+
+  pool.give(std::move(again), rpc::detail::kSpareMessageBytes + 1);  // too large: freed
+  EXPECT_EQ(pool.size(), 0u);
+  for (std::size_t i = 0; i < rpc::detail::kSpareMessages + 5; ++i) {
+    pool.give(std::make_unique<codegen::HelloRequest>(), 0);
+  }
+  EXPECT_EQ(pool.size(), rpc::detail::kSpareMessages);
+  while (pool.size() > 0) (void)pool.take();
+
+  // Another thread has a pool of its own.
+  std::size_t other_size = 1;
+  std::thread([&] { other_size = Pool::here().size(); }).join();
+  EXPECT_EQ(other_size, 0u);
 }
 
 // The client's calls need a connected Channel (the channel's tests make them); here each form

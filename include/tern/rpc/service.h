@@ -1,13 +1,14 @@
 #pragma once
 
-#include <google/protobuf/arena.h>
 #include <tern/rpc/server_context.h>
 #include <tern/rpc/status.h>
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace google::protobuf {
 class MessageLite;
@@ -58,29 +59,74 @@ Status invalid_request(std::string_view type_name, std::size_t size);
 // The status a generated handler returns when the service does not override it. Any thread.
 Status unimplemented_method(std::string_view service, std::string_view method);
 
-// Bytes of the fiber's stack that a call's messages are allocated from before the heap.
-inline constexpr std::size_t kCallArenaBytes = 4096;
+namespace detail {
+
+// Messages larger than this when a call ends (encoded) are freed rather than kept for the next
+// call, so one large request does not pin its memory in the pool.
+inline constexpr std::size_t kSpareMessageBytes = 64 * 1024;
+// Spare messages each worker keeps per message type.
+inline constexpr std::size_t kSpareMessages = 1024;
+
+// A worker's spare messages of one type. A call takes one and gives it back cleared, so its
+// strings and submessages keep their memory for the next call: a steady stream of calls parses
+// and builds its messages without malloc or free. Fibers of one worker (the pool is per thread,
+// and a fiber never leaves its worker).
+template <typename Message>
+class SpareMessages {
+ public:
+  // The calling worker's pool.
+  static SpareMessages& here() {
+    thread_local SpareMessages pool;
+    return pool;
+  }
+  // A cleared message: a spare one, or a new one when there is none.
+  std::unique_ptr<Message> take() {
+    if (spare_.empty()) return std::make_unique<Message>();
+    std::unique_ptr<Message> message = std::move(spare_.back());
+    spare_.pop_back();
+    return message;
+  }
+  // Spare messages held now.
+  std::size_t size() const noexcept { return spare_.size(); }
+  // Clears message and keeps it for a later take(), unless it is `bytes` long encoded, more than
+  // kSpareMessageBytes, or the pool is full (then it is freed).
+  void give(std::unique_ptr<Message> message, std::size_t bytes) {
+    if (bytes > kSpareMessageBytes || spare_.size() >= kSpareMessages) return;
+    message->Clear();
+    spare_.push_back(std::move(message));
+  }
+
+ private:
+  std::vector<std::unique_ptr<Message>> spare_;
+};
+
+}  // namespace detail
 
 // The invoker of a unary method, for generated code: Request and Reply are protobuf messages,
 // Handler the service's member function `Status (ServerContext&, const Request&, Reply&)`. Both
-// messages live on an arena whose first block is on the handler fiber's stack, so a call's
-// strings and submessages cost no malloc or free up to kCallArenaBytes.
+// messages come from the worker's spare ones (detail::SpareMessages) and go back cleared when
+// the call ends, so a call's strings and submessages reuse the memory of the calls before it.
 template <typename ServiceClass, typename Request, typename Reply,
           Status (ServiceClass::*Handler)(ServerContext&, const Request&, Reply&)>
 Status invoke_unary(Service& service, ServerContext& context, UnaryCall& call) {
-  alignas(std::max_align_t) char first_block[kCallArenaBytes];
-  google::protobuf::ArenaOptions options;
-  options.initial_block = first_block;
-  options.initial_block_size = sizeof first_block;
-  google::protobuf::Arena arena(options);
+  detail::SpareMessages<Request>& requests = detail::SpareMessages<Request>::here();
   const std::span<const std::byte> body = call.request();
-  Request& request = *google::protobuf::Arena::CreateMessage<Request>(&arena);
-  if (!request.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-    return invalid_request(request.GetTypeName(), body.size());
+  std::unique_ptr<Request> request = requests.take();
+  if (!request->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    Status status = invalid_request(request->GetTypeName(), body.size());
+    requests.give(std::move(request), body.size());
+    return status;
   }
-  Reply& reply = *google::protobuf::Arena::CreateMessage<Reply>(&arena);
-  Status status = (static_cast<ServiceClass&>(service).*Handler)(context, request, reply);
-  if (status.ok() && !context.one_way()) call.reply(reply);
+  detail::SpareMessages<Reply>& replies = detail::SpareMessages<Reply>::here();
+  std::unique_ptr<Reply> reply = replies.take();
+  Status status = (static_cast<ServiceClass&>(service).*Handler)(context, *request, *reply);
+  const bool encoded = status.ok() && !context.one_way();
+  if (encoded) call.reply(*reply);
+  // reply() computed the encoded size; an unsent reply is measured here.
+  const std::size_t reply_bytes =
+      encoded ? static_cast<std::size_t>(reply->GetCachedSize()) : reply->ByteSizeLong();
+  requests.give(std::move(request), body.size());
+  replies.give(std::move(reply), reply_bytes);
   return status;
 }
 
