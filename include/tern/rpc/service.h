@@ -64,8 +64,10 @@ namespace detail {
 // Messages larger than this when a call ends (encoded) are freed rather than kept for the next
 // call, so one large request does not pin its memory in the pool.
 inline constexpr std::size_t kSpareMessageBytes = 64 * 1024;
-// Spare messages each worker keeps per message type.
-inline constexpr std::size_t kSpareMessages = 1024;
+// Spare messages each worker keeps per message type. A handler that does not block holds its
+// messages only while it runs, so a few cover a steady stream of calls; the cap bounds what a
+// burst of blocked calls leaves behind (at most 64 × 64 KiB encoded per type and worker).
+inline constexpr std::size_t kSpareMessages = 64;
 
 // A worker's spare messages of one type. A call takes one and gives it back cleared, so its
 // strings and submessages keep their memory for the next call: a steady stream of calls parses
