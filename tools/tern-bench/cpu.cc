@@ -5,41 +5,56 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
-#include <iterator>
+#include <optional>
 #include <string>
 
+#include "proc_file.h"
+
 namespace tern::bench {
+
+namespace {
+
+// Removes the next space-separated field from the front of `rest` and returns it (empty when
+// there is none).
+std::string_view take_field(std::string_view& rest) {
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  const std::size_t end = std::min(rest.find(' '), rest.size());
+  const std::string_view field = rest.substr(0, end);
+  rest.remove_prefix(end);
+  return field;
+}
+
+// The next field of `rest` as an unsigned number; nullopt if there is none or it is not one.
+std::optional<std::uint64_t> take_number(std::string_view& rest) {
+  const std::string_view field = take_field(rest);
+  std::uint64_t number = 0;
+  const auto [ptr, error] = std::from_chars(field.data(), field.data() + field.size(), number);
+  if (field.empty() || error != std::errc{} || ptr != field.data() + field.size())
+    return std::nullopt;
+  return number;
+}
+
+}  // namespace
 
 Result<std::uint64_t> parse_stat_cpu_ticks(std::string_view stat) {
   // After "pid (comm) " come the fields from 3 (state) on; utime is 14, stime 15.
   const std::size_t close = stat.rfind(')');
   if (close == std::string_view::npos) return fail(std::errc::invalid_argument);
   std::string_view rest = stat.substr(close + 1);
-  std::uint64_t ticks = 0;
-  for (int field = 3; field <= 15; ++field) {
-    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-    const std::size_t end = std::min(rest.find(' '), rest.size());
-    const std::string_view value = rest.substr(0, end);
-    if (value.empty()) return fail(std::errc::invalid_argument);
-    if (field >= 14) {
-      std::uint64_t number = 0;
-      const auto [ptr, error] = std::from_chars(value.data(), value.data() + value.size(), number);
-      if (error != std::errc{} || ptr != value.data() + value.size())
-        return fail(std::errc::invalid_argument);
-      ticks += number;
-    }
-    rest.remove_prefix(end);
+  for (int field = 3; field <= 13; ++field) {
+    if (take_field(rest).empty()) return fail(std::errc::invalid_argument);
   }
-  return ticks;
+  const std::optional<std::uint64_t> utime = take_number(rest);
+  const std::optional<std::uint64_t> stime = take_number(rest);
+  if (!utime || !stime) return fail(std::errc::invalid_argument);
+  return *utime + *stime;
 }
 
 Result<std::uint64_t> read_cpu_ticks(pid_t pid) {
   const std::string path = pid == 0 ? "/proc/self/stat" : "/proc/" + std::to_string(pid) + "/stat";
-  std::ifstream file(path);
-  if (!file) return fail(std::errc::no_such_process);
-  const std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  return parse_stat_cpu_ticks(stat);
+  Result<std::string> stat = read_whole_file(path, std::errc::no_such_process);
+  if (!stat) return fail(stat.error());
+  return parse_stat_cpu_ticks(*stat);
 }
 
 Result<MachineTicks> parse_machine_ticks(std::string_view proc_stat) {
@@ -58,10 +73,9 @@ Result<MachineTicks> parse_machine_ticks(std::string_view proc_stat) {
     line.remove_prefix(3);
     std::uint64_t field[8] = {};
     for (std::uint64_t& value : field) {
-      while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-      const auto [ptr, error] = std::from_chars(line.data(), line.data() + line.size(), value);
-      if (error != std::errc{} || ptr == line.data()) return fail(std::errc::invalid_argument);
-      line.remove_prefix(static_cast<std::size_t>(ptr - line.data()));
+      const std::optional<std::uint64_t> number = take_number(line);
+      if (!number) return fail(std::errc::invalid_argument);
+      value = *number;
     }
     ticks.user = field[0] + field[1];
     ticks.system = field[2];
@@ -75,10 +89,9 @@ Result<MachineTicks> parse_machine_ticks(std::string_view proc_stat) {
 }
 
 Result<MachineTicks> read_machine_ticks() {
-  std::ifstream file("/proc/stat");
-  if (!file) return fail(std::errc::no_such_file_or_directory);
-  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  return parse_machine_ticks(text);
+  Result<std::string> text = read_whole_file("/proc/stat", std::errc::no_such_file_or_directory);
+  if (!text) return fail(text.error());
+  return parse_machine_ticks(*text);
 }
 
 std::optional<MachineSplit> machine_split(const MachineTicks& before, const MachineTicks& after) {

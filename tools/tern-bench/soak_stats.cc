@@ -5,11 +5,11 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <system_error>
 
 #include <fmt/format.h>
+
+#include "proc_file.h"
 
 namespace tern::bench {
 
@@ -66,11 +66,10 @@ Result<std::uint64_t> parse_vm_rss_kib(std::string_view status) {
 }
 
 Result<std::uint64_t> read_rss_kib(pid_t pid) {
-  std::ifstream file(fmt::format("/proc/{}/status", pid));
-  if (!file) return fail(std::errc::no_such_process);
-  const std::string status((std::istreambuf_iterator<char>(file)),
-                           std::istreambuf_iterator<char>());
-  return parse_vm_rss_kib(status);
+  Result<std::string> status =
+      read_whole_file(fmt::format("/proc/{}/status", pid), std::errc::no_such_process);
+  if (!status) return fail(status.error());
+  return parse_vm_rss_kib(*status);
 }
 
 Result<std::uint64_t> count_open_fds(pid_t pid) {
