@@ -94,9 +94,9 @@ def rpc(runs, output):
     if not runs:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    line_plot(axes[0], series(runs, "concurrency", "tps"), "RPC (SEEDS 001): throughput",
+    line_plot(axes[0], series(runs, "concurrency", "tps"), "RPC (report 001): throughput",
               "clients (a connection each)", "calls/s")
-    line_plot(axes[1], series(runs, "concurrency", "p99_us"), "RPC (SEEDS 001): p99 latency",
+    line_plot(axes[1], series(runs, "concurrency", "p99_us"), "RPC (report 001): p99 latency",
               "clients (a connection each)", "µs", logy=True)
     fig.tight_layout()
     name = "rpc_throughput_latency.png"

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""tern's benchmark suite: every table of ../shared/SEEDS.md, tern and its peers side by side,
-in one run on this machine. `make bench` runs the quick pass; `make bench FULL=1` the full
-matrix. Writes bench/results/<UTC stamp>.json (raw: every run and the machine), then
-bench/REPORT.md and its plots (bench/suite/report.py).
+"""tern's benchmark suite: every table of the benchmark reports tern reproduces
+(docs/benchmark-methods.md), tern and its peers side by side, in one run on this machine.
+`make bench` runs the quick pass; `make bench FULL=1` the full matrix. Writes
+bench/results/<UTC stamp>.json (raw: every run and the machine), then bench/REPORT.md and its
+plots (bench/suite/report.py).
 
 Servers listen on 127.0.0.1 port 0 and are stopped after each cell; every cell is bounded in
 time. Before each cell the suite waits (at most --quiet-wait seconds) for the machine to be

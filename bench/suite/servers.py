@@ -27,7 +27,7 @@ class Catalog:
             "go": os.path.join(build_dir, "peers", "go_echo"),
             "tokio": os.path.join(build_dir, "peers", "tokio_echo"),
         }
-        # SEEDS 001: the RPC servers and the client that drives each of them (tern's is
+        # Report 001: the RPC servers and the client that drives each of them (tern's is
         # tern-bench rpc; every peer brings its own).
         peers = os.path.join(build_dir, "peers")
         self.rpc_servers = {
@@ -89,7 +89,7 @@ class Catalog:
 
     def command(self, name, threads, mode="echo", buf=16384):
         """The command line starting server `name` on 127.0.0.1, port 0 (mode "rpc": the
-        SEEDS 001 BenchmarkService server of that name)."""
+        report 001 BenchmarkService server of that name)."""
         common = ["--host", "127.0.0.1", "--port", "0"]
         if mode == "rpc":
             path = self.rpc_servers[name]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of the suite's own logic, with no server or benchmark run: the order of rounds
-(tables.in_rounds), the choice of each server's median round (report.median_rounds) and the
-report's tables built from rounds. Run by ctest (bench_suite_test) or directly:
+(tables.in_rounds), the choice of each server's median round (report.median_rounds), the
+report's tables built from rounds and the names they give the benchmark reports. Run by ctest (bench_suite_test) or directly:
 
     python3 -m unittest bench/suite/suite_test.py
 """
@@ -114,6 +114,17 @@ class ReportTest(unittest.TestCase):
         text = self.render(runs)
         self.assertIn("| 16384 B | 1 | 10 | – ✗ | 600 | 600 | – | – | 1.50 / – / 1.25 |", text)
         self.assertIn("- tern-bench pingpong vs tern: exit status 1", text)
+
+    def test_tables_name_the_reports_of_the_methods_page(self):
+        switch = {"mode": "switch", "target": "tern-fiber", "verified": True,
+                  "params": {"switches": 1000}, "figures": {"ns_per_switch": 20.0},
+                  "suite": {"table": "switch", "command": "tern-bench switch"}}
+        text = self.render([switch, pingpong_run("tern", 900, 1, rounds=1)])
+        self.assertIn("docs/benchmark-methods.md", text)
+        self.assertIn("## Context switch (report 004, part B)", text)
+        self.assertIn("report 004's libco variant", text)
+        self.assertNotIn("SEEDS", text)
+        self.assertNotIn("seed", text.lower())
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""The cells of every seed table (../shared/SEEDS.md), for the quick pass and the full matrix.
+"""The cells of every table the suite reproduces (the reports of docs/benchmark-methods.md), for
+the quick pass and the full matrix.
 
 A cell is a dict:
-  table           seed id: "000", "001", "002-ttcp", "002-log", "003", "004", "switch"
+  table           report id: "000", "001", "002-ttcp", "002-log", "003", "004", "switch"
   server          server name (servers.Catalog) or None for in-process runs
   server_threads  threads of the server
   server_mode     tern-echo's --mode for this cell (peers echo whatever comes)
@@ -20,7 +21,7 @@ ECHO_PEERS = ["asio", "go", "tokio"]
 TRAFFIC_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
 PINGPONG_SERVERS = ["tern", "tern-uring"] + ECHO_PEERS
 SESSIONS_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
-# SEEDS 001: tern-rpc-server on both backends and the RPC peers, each driven by its own client.
+# Report 001: tern-rpc-server on both backends and the RPC peers, each driven by its own client.
 RPC_SERVERS = ["tern", "tern-uring", "grpc-sync", "grpc-callback", "rpcx", "erpc"]
 
 
@@ -48,7 +49,7 @@ def traffic_cells(seconds, full):
                 "server_mode": "frame16", "buf": 16384, "client_threads": workers,
                 "args": [flag, "-t", str(threads), "-s", str(size), "-c", "1",
                          "--workers", str(workers), "--duration", str(seconds)]})
-    # The seed's "server discards the message" case: tern only (the peers echo everything).
+    # Report 000's "server discards the message" case: tern only (the peers echo everything).
     cells.append({
         "table": "000", "group": "000 -A t=10 1024 B discard",
         "mode": "traffic", "server": "tern", "server_threads": 1,
@@ -70,7 +71,7 @@ def ttcp_cells(count, repeat):
                       "server_mode": "ttcp", "client_threads": 1,
                       "label": f"fiber client, tern-echo ({io})",
                       "args": ["--client", "fiber", "--io", io, "--workers", "1"] + common})
-    # The seed's setup: sender and receiver in one process on one CPU (coroutines in one thread;
+    # Report 002's setup: sender and receiver in one process on one CPU (coroutines in one thread;
     # blocking: two threads sharing the CPU).
     cells.append({"table": "002-ttcp", "mode": "ttcp", "server": None,
                   "label": "in one process: blocking threads, one CPU",
@@ -122,7 +123,7 @@ def sessions_cells(total, full):
 
 
 def rpc_cells(total):
-    """SEEDS 001: -c clients, each with its own connection, make `total` calls in all. Every
+    """Report 001: -c clients, each with its own connection, make `total` calls in all. Every
     server runs one thread and every client one (tern-bench --workers 1, the peers' clients
     --threads 1), so on a 2-CPU machine each side gets its own CPU. tern-bench uses the I/O
     backend of the tern server it drives: each tern column is tern on one backend end to end
