@@ -107,7 +107,7 @@ void check_admin_request(const RuntimeOptions& options) {
   std::call_once(said, [] {
     TERN_LOG_WARN(
         "an admin endpoint was asked for (TERN_ADMIN or admin_address) but this program does "
-        "not link tern::net, which serves it");
+        "not link tern::admin (tern::tern includes it), which serves it");
   });
 }
 

@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
 namespace {
 
-using tern::net::detail::HeadState;
+using tern::admin::detail::HeadState;
 
 const char* state_name(HeadState state) {
   switch (state) {

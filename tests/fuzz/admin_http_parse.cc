@@ -10,8 +10,8 @@ namespace tern::fuzz {
 
 namespace {
 
-using net::detail::HeadParse;
-using net::detail::HeadState;
+using admin::detail::HeadParse;
+using admin::detail::HeadState;
 
 void require(bool condition, const char* what) {
   fuzz::require(condition, "admin request head parser", what);
@@ -49,7 +49,7 @@ void check_answer(const HeadParse& parsed, std::string_view prefix, std::size_t 
   const std::size_t end = head_end(prefix);
   require(end != std::string_view::npos, "a complete head without a blank line");
   require(end <= limit, "a complete head over the limit");
-  const net::detail::RequestHead& request = parsed.request;
+  const admin::detail::RequestHead& request = parsed.request;
   const std::string_view head = prefix.substr(0, end);
   require(
       inside(request.method, head) && inside(request.target, head) && inside(request.path, head),
@@ -113,7 +113,7 @@ HeadArrivals parse_head_arrivals(std::span<const std::byte> input) {
   do {
     received += reads.next(text.size() - received);
     const std::string_view prefix = text.substr(0, received);
-    const HeadParse parsed = net::detail::parse_request_head(prefix, limit);
+    const HeadParse parsed = admin::detail::parse_request_head(prefix, limit);
     ++arrivals.parses;
     check_answer(parsed, prefix, limit);
     check_after(parsed, first_final);

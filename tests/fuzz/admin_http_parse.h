@@ -1,20 +1,20 @@
 #pragma once
 
-// The admin endpoint's request-head parser (src/net/admin_http.h parse_request_head) fed a request
-// as it arrives: what the libFuzzer target admin_http_fuzz feeds and what its seed corpus check
-// runs. Any thread.
+// The admin endpoint's request-head parser (src/admin/admin_http.h parse_request_head) fed a
+// request as it arrives: what the libFuzzer target admin_http_fuzz feeds and what its seed corpus
+// check runs. Any thread.
 
 #include <cstddef>
 #include <span>
 
-#include "net/admin_http.h"
+#include "admin/admin_http.h"
 
 namespace tern::fuzz {
 
 // What parse_head_arrivals found.
 struct HeadArrivals {
-  net::detail::HeadState state = net::detail::HeadState::incomplete;  // for the whole input
-  std::size_t parses = 0;                                             // prefixes parsed
+  admin::detail::HeadState state = admin::detail::HeadState::incomplete;  // for the whole input
+  std::size_t parses = 0;                                                 // prefixes parsed
 };
 
 // Input layout: byte 0 sets the head limit (16 bytes per unit, 16 to 4096), byte 1 the read sizes

@@ -15,4 +15,12 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/consumer -B ${WORK_DIR}/buil
     -DTERN_EXAMPLE_SOURCE=${SOURCE_DIR}/examples/fibers.cc)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+# tern::tern brings the admin layer whole, so an installed tern serves TERN_ADMIN in a program that
+# never names it.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env TERN_ADMIN=127.0.0.1:0 ${WORK_DIR}/build/consumer
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT "${out}${err}" MATCHES "admin endpoint on http://127\\.0\\.0\\.1:[0-9]+/")
+  message(FATAL_ERROR "consumer with TERN_ADMIN=127.0.0.1:0 (exit ${rc}) did not start the admin "
+                      "endpoint:\n${out}\n${err}")
+endif()
 run(${WORK_DIR}/build/rpc_consumer)

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "tern/net/address.h"
-#include "tern/net/admin_server.h"
+#include "tern/admin/admin_server.h"
 
 namespace tern::tools {
 
@@ -36,7 +36,7 @@ inline bool parse_admin_option(const char* tool, const std::string& text,
 // Starts `admin` on `address` when there is one. Returns the start line's suffix (", admin
 // HOST:PORT", or empty without --admin), or nullopt after printing why it could not start.
 // Worker fiber.
-inline std::optional<std::string> start_admin(const char* tool, net::AdminServer& admin,
+inline std::optional<std::string> start_admin(const char* tool, admin::AdminServer& admin,
                                               const std::optional<net::Address>& address) {
   if (!address) return std::string();
   Result<net::Address> bound = admin.start(*address);

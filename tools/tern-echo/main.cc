@@ -17,7 +17,7 @@
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
 #include "tern/io/io.h"
-#include "tern/net/admin_server.h"
+#include "tern/admin/admin_server.h"
 #include "tern/net/buffer.h"
 #include "tern/net/tcp_server.h"
 
@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
                    bound.error().message().c_str());
       return 1;
     }
-    tern::net::AdminServer admin;
+    tern::admin::AdminServer admin;
     const std::optional<std::string> admin_text =
         tern::tools::start_admin("tern-echo", admin, admin_address);
     if (!admin_text) {

@@ -13,7 +13,7 @@
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
 #include "tern/net/address.h"
-#include "tern/net/admin_server.h"
+#include "tern/admin/admin_server.h"
 #include "tern/rpc/server.h"
 
 namespace {
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
                    address->to_string().c_str(), bound.error().message().c_str());
       return 1;
     }
-    tern::net::AdminServer admin;
+    tern::admin::AdminServer admin;
     const std::optional<std::string> admin_text =
         tern::tools::start_admin("tern-rpc-server", admin, admin_address);
     if (!admin_text) {

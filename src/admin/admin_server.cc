@@ -1,6 +1,6 @@
 // The admin endpoint's server: an acceptor fiber and a fiber per connection on one worker, each
 // connection answered once and closed; and the runtime start hook that serves TERN_ADMIN.
-#include "tern/net/admin_server.h"
+#include "tern/admin/admin_server.h"
 
 #include <sys/socket.h>
 
@@ -21,7 +21,11 @@
 #include "tern/net/tcp_listener.h"
 #include "tern/prof/metrics.h"
 
-namespace tern::net {
+namespace tern::admin {
+
+using net::Address;
+using net::TcpListener;
+using net::TcpStream;
 
 namespace {
 
@@ -215,14 +219,16 @@ std::optional<Address> runtime_admin_address() {
   return std::nullopt;
 }
 
-}  // namespace tern::net
+}  // namespace tern::admin
 
-// Linking tern::net pulls this in (src/CMakeLists.txt passes -u tern_net_admin_anchor to the
-// linker), so every runtime of a program that links tern::net can serve TERN_ADMIN.
-extern "C" {
-extern const int tern_net_admin_anchor;
-const int tern_net_admin_anchor = [] {
-  tern::add_runtime_start_hook(&tern::net::serve_runtime_admin_hook);
-  return 1;
+namespace {
+
+// Every runtime of a program that links tern::admin serves TERN_ADMIN (or
+// RuntimeOptions::admin_address). tern::tern links the whole tern::admin archive, so this
+// registration is kept even though nothing calls into this file (src/CMakeLists.txt).
+[[maybe_unused]] const bool registered = [] {
+  tern::add_runtime_start_hook(&tern::admin::serve_runtime_admin_hook);
+  return true;
 }();
-}
+
+}  // namespace

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace tern::net::detail {
+namespace tern::admin::detail {
 
 // One response of the admin endpoint, before it is framed as HTTP.
 struct AdminPage {
@@ -25,4 +25,4 @@ AdminPage admin_error_page(int status);
 // Worker fibers.
 std::string status_json();
 
-}  // namespace tern::net::detail
+}  // namespace tern::admin::detail

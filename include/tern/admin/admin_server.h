@@ -8,7 +8,7 @@
 #include "tern/base/result.h"
 #include "tern/net/address.h"
 
-namespace tern::net {
+namespace tern::admin {
 
 // Limits of the admin endpoint.
 struct AdminOptions {
@@ -40,7 +40,7 @@ class AdminServer {
 
   // Binds `address` (port 0: the kernel picks one), starts serving on the calling worker and
   // returns the address bound. Worker fiber.
-  Result<Address> start(const Address& address);
+  Result<net::Address> start(const net::Address& address);
   // Stops accepting and waits for the requests in progress (each ends within its
   // request_timeout). The worker that called start().
   void stop();
@@ -54,6 +54,6 @@ class AdminServer {
 
 // The address of the admin endpoint that the calling worker's runtime started (from
 // RuntimeOptions::admin_address or TERN_ADMIN), if it is listening. Worker fibers.
-std::optional<Address> runtime_admin_address();
+std::optional<net::Address> runtime_admin_address();
 
-}  // namespace tern::net
+}  // namespace tern::admin

@@ -13,7 +13,7 @@
 #include "tern/prof/metrics.h"
 #include "tern/prof/prometheus.h"
 
-namespace tern::net::detail {
+namespace tern::admin::detail {
 
 namespace {
 
@@ -128,4 +128,4 @@ std::string status_json() {
   return out;
 }
 
-}  // namespace tern::net::detail
+}  // namespace tern::admin::detail

@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "net/admin_http.h"
+#include "admin/admin_http.h"
 #include "net/net_test_util.h"
+#include "tern/admin/admin_server.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
 #include "tern/io/offload.h"
-#include "tern/net/admin_server.h"
 #include "tern/net/tcp_server.h"
 #include "tern/prof/loop_profiler.h"
 #include "tern/prof/metrics.h"
@@ -27,8 +27,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
+using tern::admin::AdminServer;
 using tern::net::Address;
-using tern::net::AdminServer;
 using tern::net::TcpStream;
 using tern_test::bytes_of;
 using tern_test::patience;
@@ -74,7 +74,7 @@ std::string header(const Reply& reply, std::string_view name) {
   return reply.head.substr(start, reply.head.find("\r\n", start) - start);
 }
 
-// Runs tests/net/prom_parse.py (the reference parser) on a /metrics body; the families as JSON,
+// Runs tests/admin/prom_parse.py (the reference parser) on a /metrics body; the families as JSON,
 // or a failure with the parser's complaint. Worker fibers.
 testing::AssertionResult parse_metrics(const std::string& body, json* families) {
   return tern::io::offload([&]() -> testing::AssertionResult {
@@ -131,8 +131,8 @@ void echo(TcpStream& stream) {
 }
 
 TEST(AdminHttp, ParsesARequestHeadAsItArrives) {
-  using tern::net::detail::HeadState;
-  using tern::net::detail::parse_request_head;
+  using tern::admin::detail::HeadState;
+  using tern::admin::detail::parse_request_head;
   const std::string full = "GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n";
   // Every prefix is incomplete (never malformed), the whole is complete.
   for (std::size_t n = 0; n < full.size(); ++n)
@@ -147,8 +147,8 @@ TEST(AdminHttp, ParsesARequestHeadAsItArrives) {
 }
 
 TEST(AdminHttp, RejectsWhatCanNeverBeAHeadAtOnce) {
-  using tern::net::detail::HeadState;
-  using tern::net::detail::parse_request_head;
+  using tern::admin::detail::HeadState;
+  using tern::admin::detail::parse_request_head;
   for (const std::string& bad : std::vector<std::string>{
            std::string("\x16\x03\x01", 3), std::string("GET\0", 4), "GET  /", "GET metrics",
            "GET /a\x01", "GET / HTTP/2", "GET / HTTPS", "G(T / ", "GET / HTTP/1.1\r\n bad",
@@ -162,11 +162,11 @@ TEST(AdminHttp, RejectsWhatCanNeverBeAHeadAtOnce) {
 }
 
 TEST(AdminHttp, ResponsesAreComplete) {
-  const std::string r = tern::net::detail::http_response(404, "text/plain", "Not Found\n");
+  const std::string r = tern::admin::detail::http_response(404, "text/plain", "Not Found\n");
   EXPECT_EQ(r,
             "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n"
             "Connection: close\r\nCache-Control: no-store\r\n\r\nNot Found\n");
-  const std::string head = tern::net::detail::http_response(200, "a/b", "body", true, "X: y\r\n");
+  const std::string head = tern::admin::detail::http_response(200, "a/b", "body", true, "X: y\r\n");
   EXPECT_TRUE(
       head.ends_with("Content-Length: 4\r\nConnection: close\r\n"
                      "Cache-Control: no-store\r\nX: y\r\n\r\n"))
@@ -178,7 +178,7 @@ TEST(AdminEndpoint, MetricsAndStatusOfARuntimeStartedWithTheOption) {
                          .prof_interval = std::chrono::milliseconds(3'600'000),
                          .admin_address = "127.0.0.1:0"});
   runtime.run([] {
-    const std::optional<Address> admin = tern::net::runtime_admin_address();
+    const std::optional<Address> admin = tern::admin::runtime_admin_address();
     ASSERT_TRUE(admin.has_value());
     EXPECT_NE(admin->port(), 0);
 
@@ -274,12 +274,12 @@ TEST(AdminEndpoint, MetricsAndStatusOfARuntimeStartedWithTheOption) {
 TEST(AdminEndpoint, StartsFromTernAdminAndOnlyWhenAsked) {
   tern::Runtime quiet({.workers = 1});
   ::unsetenv("TERN_ADMIN");
-  quiet.run([] { EXPECT_FALSE(tern::net::runtime_admin_address().has_value()); });
+  quiet.run([] { EXPECT_FALSE(tern::admin::runtime_admin_address().has_value()); });
 
   ::setenv("TERN_ADMIN", "127.0.0.1:0", 1);
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
-    const std::optional<Address> admin = tern::net::runtime_admin_address();
+    const std::optional<Address> admin = tern::admin::runtime_admin_address();
     ASSERT_TRUE(admin.has_value());
     EXPECT_EQ(http_exchange(*admin, "GET / HTTP/1.0\r\n\r\n").status, 200);
   });
@@ -287,7 +287,7 @@ TEST(AdminEndpoint, StartsFromTernAdminAndOnlyWhenAsked) {
 
   tern::Runtime off({.workers = 1, .admin_address = ""});  // the option wins over TERN_ADMIN
   ::setenv("TERN_ADMIN", "127.0.0.1:0", 1);
-  off.run([] { EXPECT_FALSE(tern::net::runtime_admin_address().has_value()); });
+  off.run([] { EXPECT_FALSE(tern::admin::runtime_admin_address().has_value()); });
   ::unsetenv("TERN_ADMIN");
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace tern::net::detail {
+namespace tern::admin::detail {
 
 // How far a request head has got.
 enum class HeadState {
@@ -42,4 +42,4 @@ std::string_view reason_phrase(int status) noexcept;
 std::string http_response(int status, std::string_view content_type, std::string_view body,
                           bool head_only = false, std::string_view extra_headers = {});
 
-}  // namespace tern::net::detail
+}  // namespace tern::admin::detail

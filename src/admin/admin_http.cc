@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-namespace tern::net::detail {
+namespace tern::admin::detail {
 
 namespace {
 
@@ -142,4 +142,4 @@ std::string http_response(int status, std::string_view content_type, std::string
   return out;
 }
 
-}  // namespace tern::net::detail
+}  // namespace tern::admin::detail
