@@ -3,8 +3,9 @@
 #   make asan           the same suite under AddressSanitizer + UBSan (built with clang 19)
 #   make tsan           the same suite under ThreadSanitizer
 #   make bench          build tern and the peers in release mode and run the quick pass of the
-#                       benchmark suite (every seed table, a few cells each, three rounds of
-#                       every comparison; about 17 minutes; bench/REPORT.md)
+#                       benchmark suite (the table of every report docs/benchmark-methods.md
+#                       describes, a few cells each, three rounds of every comparison; about 17
+#                       minutes; bench/REPORT.md)
 #   make bench FULL=1   the whole matrix (about 90 minutes) plus the fiber micro benchmarks;
 #                       BENCH_ARGS passes options to bench/suite/run.py (e.g. --only 003)
 #   make format         reformat the sources; make format-check only checks

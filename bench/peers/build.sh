@@ -103,7 +103,7 @@ for peer in asio_echo otechod mtserver switch_peers; do
   fi
 done
 
-# ---- the gRPC C++ peers of SEEDS 001 (CMake targets grpc_rpc_server, grpc_rpc_client) ----
+# ---- the gRPC C++ peers of report 001 (CMake targets grpc_rpc_server, grpc_rpc_client) ----
 # One server binary with two APIs, so two peer names; both need the server and the client.
 grpc_debian="$(dpkg-query -W -f '${Version}' libgrpc++-dev 2>/dev/null)"
 grpc_upstream="$(pkg-config --modversion grpc++ 2>/dev/null)"
@@ -118,7 +118,7 @@ for peer in grpc-sync grpc-callback; do
   fi
 done
 
-# ---- the Go RPC peers of SEEDS 001: rpcx and erpc ----
+# ---- the Go RPC peers of report 001: rpcx and erpc ----
 # rpcx_rpc and erpc_rpc (each its own module) share go_rpc_common (module tern.bench), whose
 # package benchpb is generated from bench/proto by protoc and the protoc-gen-go of
 # go_rpc_common/go.mod's google.golang.org/protobuf. The three are copied to

@@ -1,4 +1,4 @@
-// The worker-loop profiler: TERN_PROF's interval syntax, the table a worker reports (SEEDS 000's
+// The worker-loop profiler: TERN_PROF's interval syntax, the table a worker reports (report 000's
 // bprof layout plus max and p99), and that a real runtime counts every phase of its loop, under
 // the I/O backend TERN_IO names.
 #include <gtest/gtest.h>

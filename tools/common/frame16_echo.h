@@ -12,7 +12,7 @@
 
 namespace tern::tools {
 
-// The server side of the 16-byte-header protocol (SEEDS 000) as a filter over a connection's
+// The server side of the 16-byte-header protocol (report 000) as a filter over a connection's
 // bytes, read by read: it patches each echo request's header in place (ack = syn, the reply is
 // otherwise the request) and lists the bytes to write back, a payload in as many pieces as it
 // arrives in; discarded messages are skipped. Only an incomplete header waits for the next read,

@@ -6,7 +6,8 @@
 
 #include "tern/net/buffer.h"
 
-// The 16-byte message header of the bServer protocol (SEEDS.md 000), big-endian:
+// The 16-byte message header of the bServer protocol (report 000, docs/benchmark-methods.md),
+// big-endian:
 //   0 len  u32  payload bytes after the header
 //   4 cmd  u16  what to do with the message (see Command)
 //   6 ver  u16  protocol version (1)

@@ -1,4 +1,5 @@
-// tern-rpc-server: the tern::rpc server of SEEDS 001's RPC benchmark (see --help).
+// tern-rpc-server: the tern::rpc server of report 001's RPC benchmark (docs/benchmark-methods.md;
+// see --help).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -10,10 +11,10 @@
 #include "../common/stop_signal.h"
 #include "benchmark_message.tern.h"
 #include "rpc_message.h"
+#include "tern/admin/admin_server.h"
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
 #include "tern/net/address.h"
-#include "tern/admin/admin_server.h"
 #include "tern/rpc/server.h"
 
 namespace {
@@ -29,7 +30,7 @@ struct Config {
   std::string idle_poll;  // --idle-poll's text; empty: not given
 };
 
-// BenchmarkService/Say as the seed's servers do it: the request back with field1 = "OK" and
+// BenchmarkService/Say as report 001's servers do it: the request back with field1 = "OK" and
 // field2 = 100. Runs on handler fibers of every worker at once; it keeps no state.
 class BenchmarkService final : public tern::bench::BenchmarkServiceBase {
  public:
@@ -46,8 +47,9 @@ class BenchmarkService final : public tern::bench::BenchmarkServiceBase {
 int main(int argc, char** argv) {
   Config config;
   CLI::App app{
-      "tern-rpc-server: serves tern.bench.BenchmarkService/Say over tern::rpc for SEEDS 001's RPC\n"
-      "benchmark (tern-bench rpc): each request comes back with field1 = \"OK\" and field2 = 100.\n"
+      "tern-rpc-server: serves tern.bench.BenchmarkService/Say over tern::rpc for the RPC\n"
+      "benchmark of report 001 (tern-bench rpc; docs/benchmark-methods.md): each request comes\n"
+      "back with field1 = \"OK\" and field2 = 100.\n"
       "Prints 'tern-rpc-server: listening on HOST:PORT (...)' once it accepts; stops on\n"
       "SIGINT/SIGTERM, letting calls in flight finish for 1 s, and exits 0."};
   app.add_option("--host", config.host, "address to listen on")->capture_default_str();

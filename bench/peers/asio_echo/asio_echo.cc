@@ -1,6 +1,7 @@
-// asio_echo: the peer echo server of the pingpong benchmark (SEEDS.md 003), written with
-// standalone asio (Debian's libasio-dev) in asio's classic style: per connection, an
-// async_read_some into a block-sized buffer, an async_write of the bytes read, repeat.
+// asio_echo: the peer echo server of the pingpong benchmark (report 003,
+// docs/benchmark-methods.md), written with standalone asio (Debian's libasio-dev) in asio's classic
+// style: per connection, an async_read_some into a block-sized buffer, an async_write of the bytes
+// read, repeat.
 //
 //   asio_echo [--host 127.0.0.1] [--port 0] [--threads 1] [--block 16384]
 //             [--model contexts|shared] [--duration 0]
@@ -110,7 +111,7 @@ class Listener {
 int main(int argc, char** argv) {
   Config config;
   CLI::App app{
-      "asio_echo: a minimal standalone-asio echo server (the pingpong peer of SEEDS 003).\n"
+      "asio_echo: a minimal standalone-asio echo server (the pingpong peer of report 003).\n"
       "Per connection: async_read_some into a block, async_write the bytes back, repeat.\n"
       "Prints 'asio_echo: listening on HOST:PORT' when ready; stops on SIGINT/SIGTERM or after\n"
       "--duration seconds."};

@@ -1,4 +1,4 @@
-// go_echo: the Go peer echo server of tern's benchmarks (SEEDS.md 003 pingpong, 000 echo,
+// go_echo: the Go peer echo server of tern's benchmarks (report 003 pingpong, 000 echo,
 // 004 sessions), written the way Go servers are: one goroutine per connection doing blocking
 // Read/Write on a reused buffer, the runtime's netpoller underneath. Standard library only.
 //

@@ -1,4 +1,4 @@
-// grpc_rpc_client: the gRPC C++ client of SEEDS.md 001's RPC benchmark. -c C clients, each with
+// grpc_rpc_client: the gRPC C++ client of report 001's RPC benchmark. -c C clients, each with
 // its own channel (so its own TCP connection), each making its share of -n unary calls to
 // tern.bench.BenchmarkService/Say one after another; every reply is checked and every call timed.
 //
@@ -311,7 +311,7 @@ std::vector<Caller> open_callers(const Options& options) {
 int main(int argc, char** argv) {
   Options options;
   CLI::App app{
-      "grpc_rpc_client: the gRPC C++ client of SEEDS.md 001's RPC benchmark: -c clients, each\n"
+      "grpc_rpc_client: the gRPC C++ client of report 001's RPC benchmark: -c clients, each\n"
       "with its own connection, make -n unary calls in all to tern.bench.BenchmarkService/Say,\n"
       "each client one call after another; every reply is checked and every call timed."};
   app.add_option("--target", options.target, "server address, HOST:PORT")->required();

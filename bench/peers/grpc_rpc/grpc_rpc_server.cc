@@ -1,4 +1,4 @@
-// grpc_rpc_server: the gRPC C++ peer server of SEEDS.md 001's RPC benchmark. It serves
+// grpc_rpc_server: the gRPC C++ peer server of report 001's RPC benchmark. It serves
 // tern.bench.BenchmarkService/Say (bench/proto): decode the request, set field1 = "OK" and
 // field2 = 100, encode it as the reply. Debian's gRPC, insecure credentials, default settings.
 //
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   int threads = 1;
   std::string api = "sync";
   CLI::App app{
-      "grpc_rpc_server: the gRPC C++ peer of SEEDS.md 001's RPC benchmark. Serves\n"
+      "grpc_rpc_server: the gRPC C++ peer of report 001's RPC benchmark. Serves\n"
       "tern.bench.BenchmarkService/Say (reply = request with field1 \"OK\", field2 100).\n"
       "Prints 'grpc_rpc_server: listening on HOST:PORT' when ready; stops on SIGINT/SIGTERM."};
   app.add_option("--host", host, "address to listen on")->capture_default_str();

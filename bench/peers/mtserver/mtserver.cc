@@ -1,5 +1,5 @@
-// mtserver: the thread-per-connection server of SEEDS.md 000 (its `mtServer`) and the blocking
-// server of the ttcp table (SEEDS.md 002): a blocking accept loop that gives every connection a
+// mtserver: the thread-per-connection server of report 000 (its `mtServer`) and the blocking
+// server of the ttcp table (report 002): a blocking accept loop that gives every connection a
 // thread of its own doing blocking reads and writes.
 //
 //   mtserver [--host 127.0.0.1] [--port 0] [--mode echo|ttcp] [--buf 16384] [--duration 0]
@@ -249,8 +249,8 @@ std::string describe(const sockaddr_storage& address) {
 int main(int argc, char** argv) {
   Config config;
   CLI::App app{
-      "mtserver: a thread-per-connection server with blocking sockets (the mtServer of SEEDS\n"
-      "000; with --mode ttcp the blocking server of SEEDS 002's ttcp). Prints\n"
+      "mtserver: a thread-per-connection server with blocking sockets (the mtServer of report\n"
+      "000; with --mode ttcp the blocking server of report 002's ttcp). Prints\n"
       "'mtserver: listening on HOST:PORT' when ready; stops on SIGINT/SIGTERM or after\n"
       "--duration seconds."};
   app.add_option("--host", config.host, "IPv4/IPv6 address to listen on")->capture_default_str();

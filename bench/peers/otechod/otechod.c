@@ -1,6 +1,6 @@
-// otechod: the raw epoll echo server of SEEDS.md 000 (its `otEchod`), the baseline a hand-written
-// event loop sets: one thread, one epoll set, non-blocking sockets, one read buffer of --buf
-// bytes shared by every connection.
+// otechod: the raw epoll echo server of report 000 (its `otEchod`; docs/benchmark-methods.md), the
+// baseline a hand-written event loop sets: one thread, one epoll set, non-blocking sockets, one
+// read buffer of --buf bytes shared by every connection.
 //
 //   otechod [--host 127.0.0.1] [--port 0] [--buf 8192] [--threads 1] [--duration 0]
 //
@@ -265,7 +265,7 @@ static int make_listener(const struct sockaddr_storage* addr, socklen_t len, boo
 
 static void usage(FILE* out) {
   fputs(
-      "otechod: a raw epoll echo server (the otEchod of SEEDS 000): non-blocking sockets,\n"
+      "otechod: a raw epoll echo server (the otEchod of report 000): non-blocking sockets,\n"
       "level-triggered epoll, one loop per thread. Prints 'otechod: listening on HOST:PORT'\n"
       "when ready; stops on SIGINT/SIGTERM or after --duration seconds.\n"
       "\n"

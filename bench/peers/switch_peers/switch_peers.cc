@@ -1,4 +1,4 @@
-// switch_peers: the context-switch loops `tern-bench switch` compares tern with (SEEDS.md 004's
+// switch_peers: the context-switch loops `tern-bench switch` compares tern with (report 004's
 // coroutine switch test, done right): two contexts ping-pong --switches times through
 // boost.context's jump_fcontext (--impl boost) or glibc's swapcontext (--impl ucontext).
 //

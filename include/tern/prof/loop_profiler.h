@@ -13,7 +13,8 @@
 #include "tern/base/result.h"
 #include "tern/prof/histogram.h"
 
-// The worker-loop profiler (bServer's "bprof", SEEDS 000): each worker times the phases of its
+// The worker-loop profiler (bServer's "bprof", report 000 in
+// docs/benchmark-methods.md): each worker times the phases of its
 // loop and, every interval, reports per phase `name cnt= total-usec= avg= max-usec= p99-usec=`.
 // The scheduler and the reactors time a phase only through a pointer that is nullptr while
 // profiling is off (one predictable test per phase, no clock read) and that does not exist when

@@ -1,4 +1,4 @@
-// erpc_rpc_client: the erpc client of SEEDS.md 001's RPC benchmark (erpc v6.3.5). One erpc peer
+// erpc_rpc_client: the erpc client of report 001's RPC benchmark (erpc v6.3.5). One erpc peer
 // dials -c sessions, each its own TCP connection with the protobuf body codec, each on its own
 // goroutine making its share of -n calls to /benchmark/say one after another; every reply is
 // checked and every call timed (see tern.bench/rpcbench.RunClient).
@@ -68,7 +68,7 @@ func (c *conn) Call(req *benchpb.BenchmarkMessage, timeout time.Duration) (*benc
 func (c *conn) Close() error { return c.session.Close() }
 
 func main() {
-	os.Exit(rpcbench.RunClient("erpc", "erpc_rpc_client: the erpc client of SEEDS.md 001's RPC "+
+	os.Exit(rpcbench.RunClient("erpc", "erpc_rpc_client: the erpc client of report 001's RPC "+
 		"benchmark: -c sessions, each with its own connection, make -n calls in all to\n"+
 		"/benchmark/say, each session one call after another; replies checked, calls timed.",
 		os.Args[1:], dial))

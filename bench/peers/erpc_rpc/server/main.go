@@ -1,5 +1,5 @@
-// erpc_rpc_server: the erpc peer server of SEEDS.md 001's RPC benchmark (erpc v6.3.5, the
-// successor of the teleport the seed measured). It serves the call route /benchmark/say with
+// erpc_rpc_server: the erpc peer server of report 001's RPC benchmark (erpc v6.3.5, the
+// successor of the teleport the report measured). It serves the call route /benchmark/say with
 // erpc's protobuf body codec: the request decoded, its field1 set to "OK" and field2 to 100,
 // encoded as the reply (bench/proto/README.md).
 //
@@ -47,7 +47,7 @@ func (announcer) PostListen(addr net.Addr) error {
 
 func main() {
 	cfg := rpcbench.ParseServer(name,
-		name+": the erpc peer server of SEEDS.md 001's RPC benchmark (/benchmark/say,\n"+
+		name+": the erpc peer server of report 001's RPC benchmark (/benchmark/say,\n"+
 			"protobuf codec). Prints '"+name+": listening on HOST:PORT' when ready; stops on\n"+
 			"SIGINT/SIGTERM.", os.Args[1:])
 	stop := rpcbench.StopSignals()

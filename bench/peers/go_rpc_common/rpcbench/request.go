@@ -1,4 +1,4 @@
-// Package rpcbench is what the Go peers of SEEDS.md 001's RPC benchmark share (rpcx_rpc and
+// Package rpcbench is what the Go peers of report 001's RPC benchmark share (rpcx_rpc and
 // erpc_rpc): the request and the reply check of bench/proto/README.md, the server's answer, a
 // codec adapter, and the command lines and load loop of their servers and clients.
 package rpcbench

@@ -1,4 +1,4 @@
-// rpcx_rpc_client: the rpcx client of SEEDS.md 001's RPC benchmark. -c clients, each an rpcx
+// rpcx_rpc_client: the rpcx client of report 001's RPC benchmark. -c clients, each an rpcx
 // client.Client with its own TCP connection and protobuf serialization, each on its own goroutine
 // making its share of -n calls to BenchmarkService.Say one after another; every reply is checked
 // and every call timed (see tern.bench/rpcbench.RunClient).
@@ -49,7 +49,7 @@ func (c *conn) Close() error { return c.client.Close() }
 
 func main() {
 	logging.Setup()
-	os.Exit(rpcbench.RunClient("rpcx", "rpcx_rpc_client: the rpcx client of SEEDS.md 001's RPC "+
+	os.Exit(rpcbench.RunClient("rpcx", "rpcx_rpc_client: the rpcx client of report 001's RPC "+
 		"benchmark: -c clients, each with its own connection, make -n calls in all to\n"+
 		"BenchmarkService.Say, each client one call after another; replies checked, calls timed.",
 		os.Args[1:], dial))

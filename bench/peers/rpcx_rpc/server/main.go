@@ -1,4 +1,4 @@
-// rpcx_rpc_server: the rpcx peer server of SEEDS.md 001's RPC benchmark. It serves
+// rpcx_rpc_server: the rpcx peer server of report 001's RPC benchmark. It serves
 // BenchmarkService.Say with rpcx v1.8.31 and its protobuf serialization: the request decoded, its
 // field1 set to "OK" and field2 to 100, encoded as the reply (bench/proto/README.md).
 //
@@ -39,7 +39,7 @@ func (BenchmarkService) Say(_ context.Context, args *rpcbench.Wire, reply *rpcbe
 
 func main() {
 	cfg := rpcbench.ParseServer(name,
-		name+": the rpcx peer server of SEEDS.md 001's RPC benchmark (BenchmarkService.Say,\n"+
+		name+": the rpcx peer server of report 001's RPC benchmark (BenchmarkService.Say,\n"+
 			"protobuf serialization). Prints '"+name+": listening on HOST:PORT' when ready;\n"+
 			"stops on SIGINT/SIGTERM.", os.Args[1:])
 	logging.Setup()

@@ -1,4 +1,4 @@
-//! tokio_echo: the tokio peer echo server of tern's benchmarks (SEEDS.md 003 pingpong, 000 echo,
+//! tokio_echo: the tokio peer echo server of tern's benchmarks (report 003 pingpong, 000 echo,
 //! 004 sessions): a task per connection reading into a reused buffer and writing the bytes back.
 //!
 //!   tokio_echo [--host 127.0.0.1] [--port 0] [--threads 1] [--buf 16384]
