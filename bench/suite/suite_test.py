@@ -123,7 +123,6 @@ class ReportTest(unittest.TestCase):
         self.assertIn("docs/benchmark-methods.md", text)
         self.assertIn("## Context switch (report 004, part B)", text)
         self.assertIn("report 004's libco variant", text)
-        self.assertNotIn("SEEDS", text)
         self.assertNotIn("seed", text.lower())
 
 
