@@ -1,10 +1,6 @@
-// Out-of-line parts of tern::base: the error category, assertion failure, the spin lock.
+// Out-of-line parts of tern::base: the error category and the spin lock (fatal.cc: TERN_FATAL).
 #include <sched.h>
 
-#include <cstdio>
-#include <cstdlib>
-
-#include "tern/base/assert.h"
 #include "tern/base/result.h"
 #include "tern/base/spin_lock.h"
 
@@ -53,14 +49,5 @@ void SpinLock::lock_slow() noexcept {
     if (!locked_.exchange(true, std::memory_order_acquire)) return;
   }
 }
-
-namespace detail {
-
-void assert_fail(const char* expr, const char* message, const char* file, int line) noexcept {
-  std::fprintf(stderr, "tern: %s (%s at %s:%d)\n", message, expr, file, line);
-  std::abort();
-}
-
-}  // namespace detail
 
 }  // namespace tern

@@ -4,9 +4,9 @@
 #include <ucontext.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <new>
 
+#include "tern/base/assert.h"
 #include "tern/fiber/context.h"
 
 namespace tern {
@@ -24,7 +24,7 @@ thread_local void* transfer_arg = nullptr;
 void ucontext_start(unsigned hi, unsigned lo) {
   auto* self = reinterpret_cast<UContext*>((static_cast<std::uintptr_t>(hi) << 32) | lo);
   self->entry(transfer_arg);
-  std::abort();  // an entry must never return
+  TERN_FATAL("a fiber context's entry returned; an entry must switch away instead");
 }
 
 }  // namespace

@@ -1,12 +1,11 @@
 // The Fiber handle, this_fiber, and the waiting protocol of detail/waiter.h.
 #include "tern/fiber/fiber.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "fiber_control.h"
 #include "scheduler.h"
+#include "stack.h"
 #include "tern/base/assert.h"
 
 namespace tern {
@@ -18,11 +17,10 @@ namespace {
 Scheduler* current_scheduler_or_die(const char* operation) {
   Scheduler* scheduler = Scheduler::current();
   if (scheduler == nullptr || scheduler->running()->is_main) {
-    std::fprintf(stderr,
-                 "tern: %s called outside a worker fiber; start fibers with Runtime::run, "
-                 "Runtime::post or spawn\n",
-                 operation);
-    std::abort();
+    TERN_FATAL(
+        "{} called outside a worker fiber; start fibers with Runtime::run, Runtime::post "
+        "or spawn",
+        operation);
   }
   return scheduler;
 }
@@ -75,9 +73,14 @@ std::error_code wait_for_waker(SpinLock& guard, WaitList& queue, Deadline deadli
   return waiter.fired ? std::error_code() : result;
 }
 
-FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
-                       std::size_t entry_align) {
+Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_size,
+                               std::size_t entry_align) {
   return current_scheduler_or_die("tern::spawn")->create_fiber(options, entry_size, entry_align);
+}
+
+void spawn_failed(const FiberOptions& options, std::error_code error) noexcept {
+  TERN_FATAL("tern::spawn: cannot map a stack of {} bytes for fiber \"{}\": {}",
+             stack_size_for(options.stack_size), options.name, error.message());
 }
 
 void abandon_fiber(FiberControl* fiber) noexcept { fiber->scheduler->abandon_fiber(fiber); }
@@ -92,8 +95,8 @@ Fiber start_fiber(FiberControl* fiber, FiberEntry* entry) noexcept {
 Fiber& Fiber::operator=(Fiber&& other) noexcept {
   if (this != &other) {
     if (control_ != nullptr) {
-      std::fprintf(stderr, "tern: a joinable Fiber handle was assigned over; join or detach it\n");
-      std::abort();
+      TERN_FATAL("a joinable Fiber handle (fiber '{}', id {}) was assigned over; join or detach it",
+                 control_->name, control_->id);
     }
     control_ = std::exchange(other.control_, nullptr);
   }
@@ -102,11 +105,10 @@ Fiber& Fiber::operator=(Fiber&& other) noexcept {
 
 Fiber::~Fiber() {
   if (control_ != nullptr) {
-    std::fprintf(stderr,
-                 "tern: the handle of fiber '%s' (id %llu) was destroyed while joinable; call "
-                 "join() or detach() first\n",
-                 control_->name, static_cast<unsigned long long>(control_->id));
-    std::abort();
+    TERN_FATAL(
+        "the handle of fiber '{}' (id {}) was destroyed while joinable; call join() or detach() "
+        "first",
+        control_->name, control_->id);
   }
 }
 
@@ -114,11 +116,10 @@ void Fiber::check_owner([[maybe_unused]] const char* operation) const {
   TERN_ASSERT(control_ != nullptr, "tern::Fiber: operation on an empty handle");
 #if TERN_DEBUG_CHECKS
   if (detail::Scheduler::current() != control_->scheduler) {
-    std::fprintf(stderr,
-                 "tern: Fiber::%s on fiber '%s' (id %llu) from another thread; a fiber handle "
-                 "may only be used on the worker that spawned it\n",
-                 operation, control_->name, static_cast<unsigned long long>(control_->id));
-    std::abort();
+    TERN_FATAL(
+        "Fiber::{} on fiber '{}' (id {}) from another thread; a fiber handle may only be used on "
+        "the worker that spawned it",
+        operation, control_->name, control_->id);
   }
 #endif
 }

@@ -1,4 +1,4 @@
-// The fiber layer's part of a log line: which worker and which fiber logged it.
+// The fiber layer's part of a log line and of a fatal message: which worker and which fiber.
 #include "log_context.h"
 
 #include <cstdint>
@@ -6,6 +6,7 @@
 
 #include "fiber_control.h"
 #include "scheduler.h"
+#include "tern/base/assert.h"
 #include "tern/log/log.h"
 
 namespace tern::detail {
@@ -72,8 +73,35 @@ std::size_t fiber_context(char* out, std::size_t capacity) noexcept {
   return size;
 }
 
+// For fatal messages: `fiber "<name>" (id <n>) on worker <w>` (`fiber <id> ...` when unnamed),
+// `worker <w>` on a worker's own loop; 0 off the workers. Async-signal-safe: reads the running
+// fiber directly, without the cache above.
+std::size_t fatal_context(char* out, std::size_t capacity) noexcept {
+  Scheduler* scheduler = Scheduler::current();
+  if (scheduler == nullptr) return 0;
+  const FiberControl* fiber = scheduler->running();
+  std::size_t n = 0;
+  if (fiber != nullptr && !fiber->is_main) {
+    const std::size_t name_size = ::strnlen(fiber->name, sizeof fiber->name);
+    if (name_size > 0) {
+      n = append_text(out, n, capacity, "fiber \"", 7);
+      n = append_text(out, n, capacity, fiber->name, name_size);
+      n = append_text(out, n, capacity, "\" (id ", 6);
+    } else {
+      n = append_text(out, n, capacity, "fiber (id ", 10);
+    }
+    n = append_number(out, n, capacity, fiber->id);
+    n = append_text(out, n, capacity, ") on ", 5);
+  }
+  n = append_text(out, n, capacity, "worker ", 7);
+  return append_number(out, n, capacity, scheduler->index());
+}
+
 }  // namespace
 
-void register_log_context() noexcept { tern::log::set_context_provider(&fiber_context); }
+void register_log_context() noexcept {
+  tern::log::set_context_provider(&fiber_context);
+  tern::set_fatal_context_provider(&fatal_context);
+}
 
 }  // namespace tern::detail

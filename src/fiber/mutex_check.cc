@@ -6,10 +6,9 @@
 #include <pthread.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 
 #include "debug_checks.h"
+#include "tern/base/assert.h"
 
 namespace {
 
@@ -22,8 +21,7 @@ template <typename Fn>
 Fn next_symbol(const char* name) {
   void* symbol = ::dlsym(RTLD_NEXT, name);
   if (symbol == nullptr) {
-    std::fprintf(stderr, "tern: cannot find %s for the mutex check\n", name);
-    std::abort();
+    TERN_FATAL("cannot find {} for the mutex check", name);
   }
   return reinterpret_cast<Fn>(symbol);
 }

@@ -235,10 +235,10 @@ void Scheduler::stop_profiler() {
 #endif
 }
 
-FiberSlot Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
-                                  std::size_t entry_align) {
+Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
+                                          std::size_t entry_align) {
   Result<Stack> stack = stacks_.take(options.stack_size);
-  if (!stack) throw std::system_error(stack.error(), "tern::spawn: cannot map a fiber stack");
+  if (!stack) return fail(stack.error());
   const auto base = reinterpret_cast<std::uintptr_t>(stack->base);
   const auto top = base + stack->size;
   const auto control_at = align_down(top - sizeof(FiberControl),
@@ -259,7 +259,7 @@ FiberSlot Scheduler::create_fiber(const FiberOptions& options, std::size_t entry
   if (name_length > 0) std::memcpy(fiber->name, options.name.data(), name_length);
   fiber->context = make_context(stack->base, entry_at - base, &Scheduler::fiber_main);
   sanitizer_create(fiber->sanitizer, stack->base, stack->size);
-  return {fiber, reinterpret_cast<void*>(entry_at)};
+  return FiberSlot{fiber, reinterpret_cast<void*>(entry_at)};
 }
 
 void Scheduler::start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinable) noexcept {
@@ -290,13 +290,9 @@ void Scheduler::fiber_main(void* from) {
   try {
     self->entry->run();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tern: fiber '%s' (id %llu) ended with an exception: %s\n", self->name,
-                 static_cast<unsigned long long>(self->id), e.what());
-    std::terminate();
+    TERN_FATAL("fiber '{}' (id {}) ended with an exception: {}", self->name, self->id, e.what());
   } catch (...) {
-    std::fprintf(stderr, "tern: fiber '%s' (id %llu) ended with an exception\n", self->name,
-                 static_cast<unsigned long long>(self->id));
-    std::terminate();
+    TERN_FATAL("fiber '{}' (id {}) ended with an exception", self->name, self->id);
   }
   self->entry->~FiberEntry();
   self->entry = nullptr;
@@ -350,12 +346,11 @@ void Scheduler::yield() noexcept {
 
 void Scheduler::check_can_park(FiberControl* self) const {
   if (std_mutexes_held() > 0) {
-    std::fprintf(stderr,
-                 "tern: fiber '%s' (id %llu) is about to wait or yield while holding a "
-                 "std::mutex (or another pthread mutex); another fiber on this worker that "
-                 "takes it would deadlock the worker. Use tern::Mutex, or release it first.\n",
-                 self->name, static_cast<unsigned long long>(self->id));
-    std::abort();
+    TERN_FATAL(
+        "fiber '{}' (id {}) is about to wait or yield while holding a std::mutex (or another "
+        "pthread mutex); another fiber on this worker that takes it would deadlock the worker. "
+        "Use tern::Mutex, or release it first.",
+        self->name, self->id);
   }
 }
 
@@ -471,8 +466,11 @@ std::size_t Scheduler::take_remote_work() {
       std::unique_ptr<PostedTask> task(static_cast<PostedTask*>(node));
       auto run_task = [task = std::move(task)]() mutable { task->fn(); };
       using Entry = FiberEntryOf<decltype(run_task)>;
-      FiberSlot slot = create_fiber(FiberOptions{.name = "posted"}, sizeof(Entry), alignof(Entry));
-      start_fiber(slot.fiber, ::new (slot.entry_storage) Entry(std::move(run_task)), false);
+      const FiberOptions options{.name = "posted"};
+      // Posted work always runs once accepted: without a stack for it the program cannot go on.
+      Result<FiberSlot> slot = create_fiber(options, sizeof(Entry), alignof(Entry));
+      if (!slot) spawn_failed(options, slot.error());
+      start_fiber(slot->fiber, ::new (slot->entry_storage) Entry(std::move(run_task)), false);
       ++taken;
     }
   });

@@ -67,8 +67,8 @@ class Scheduler {
   void configure(const LoopSettings& settings) noexcept { settings_ = settings; }
 
   // Fiber life cycle (owner thread).
-  FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
-                         std::size_t entry_align);
+  Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_size,
+                                 std::size_t entry_align);
   void start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinable) noexcept;
   void abandon_fiber(FiberControl* fiber) noexcept;
   // Drops one reference; a finished fiber with none left gives its stack back.

@@ -5,10 +5,11 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include "scheduler.h"
+#include "tern/base/assert.h"
 #include "tern/log/log.h"
 
 namespace tern::detail {
@@ -49,10 +50,10 @@ void on_segv(int signal, siginfo_t* info, void* context) {
       n = append_number(message, n, sizeof message, fiber->id);
       n = append(message, n, sizeof message, ", stack ");
       n = append_number(message, n, sizeof message, fiber->stack.size / 1024);
-      n = append(message, n, sizeof message, " KiB); give it a larger FiberOptions::stack_size\n");
-      [[maybe_unused]] ssize_t ignored = ::write(STDERR_FILENO, message, n);
-      tern::log::emergency_flush();  // what this and other threads logged before the overflow
-      std::abort();
+      n = append(message, n, sizeof message, " KiB); give it a larger FiberOptions::stack_size");
+      // The signal-safe form of TERN_FATAL; then what this and other threads logged before the
+      // overflow is written out.
+      fatal_message(__FILE__, __LINE__, std::string_view(message, n), &tern::log::emergency_flush);
     }
   }
   // Not a fiber's guard page: hand the fault to whoever handled SIGSEGV before tern.

@@ -6,10 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 
 #include "reactor.h"
+#include "tern/base/assert.h"
 #include "tern/prof/counter.h"
 
 namespace tern::io {
@@ -23,10 +22,7 @@ prof::Counter bytes_written("io.bytes_written",
 detail::Reactor& reactor(const char* operation) {
   detail::Reactor* current = detail::Reactor::current();
   if (current == nullptr) {
-    std::fprintf(stderr,
-                 "tern: tern::io::%s called outside a worker fiber of a runtime with reactors\n",
-                 operation);
-    std::abort();
+    TERN_FATAL("tern::io::{} called outside a worker fiber of a runtime with reactors", operation);
   }
   return *current;
 }

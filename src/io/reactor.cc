@@ -3,11 +3,10 @@
 #include "reactor.h"
 
 #include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <string>
 
+#include "tern/base/assert.h"
 #include "tern/log/log.h"
 
 namespace tern::io {
@@ -120,8 +119,7 @@ std::function<std::unique_ptr<Parker>(std::size_t)> reactors(BackendChoice choic
 Backend current_backend() {
   detail::Reactor* reactor = detail::Reactor::current();
   if (reactor == nullptr) {
-    std::fprintf(stderr, "tern::io::current_backend called off a worker with a reactor\n");
-    std::abort();
+    TERN_FATAL("tern::io::current_backend called off a worker with a reactor");
   }
   return reactor->backend();
 }

@@ -2,12 +2,11 @@
 
 #include <sys/socket.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <unordered_set>
 #include <vector>
 
 #include "net_log.h"
+#include "tern/base/assert.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
@@ -59,8 +58,7 @@ TcpServer::TcpServer(ServerOptions options, Handler handler)
 
 TcpServer::~TcpServer() {
   if (running_) {
-    std::fprintf(stderr, "tern: TcpServer destroyed while running; call stop() first\n");
-    std::abort();
+    TERN_FATAL("TcpServer destroyed while running; call stop() first");
   }
 }
 
@@ -147,9 +145,21 @@ void TcpServer::accept_loop(WorkerState& worker) {
         shared_->connections.done();
       }
     } else {
-      spawn([this, &worker, s = std::move(*stream)]() mutable { serve(std::move(s), worker); },
-            {.name = "connection"})
-          .detach();
+      Result<Fiber> connection = try_spawn(
+          [this, &worker, s = std::move(*stream)]() mutable { serve(std::move(s), worker); },
+          {.name = "connection"});
+      if (connection) {
+        connection->detach();
+      } else {
+        // No memory for its stack: this connection is closed (the callable that held its stream
+        // is gone) and counted as a failed accept; the server keeps accepting.
+        shared_->accepted.fetch_sub(1, std::memory_order_relaxed);
+        shared_->accept_errors.fetch_add(1, std::memory_order_relaxed);
+        shared_->open.fetch_sub(1, std::memory_order_acq_rel);
+        shared_->connections.done();
+        detail::log_rate_limited("cannot start a fiber for a connection, closing it: " +
+                                 connection.error().message());
+      }
     }
   }
   shared_->acceptors.done();

@@ -32,6 +32,7 @@ bool Endpoint::connecting() const noexcept {
 ClientConnection::ClientConnection(Channel::Impl& channel, Endpoint& endpoint, std::size_t index)
     : channel_(channel),
       endpoint_(endpoint),
+      input_(stream_, channel.limits),
       random_(std::hash<std::string>{}(endpoint.name) ^ (0x9e3779b97f4a7c15ull * (index + 1))) {}
 
 ClientConnection::~ClientConnection() = default;
@@ -105,7 +106,7 @@ void ClientConnection::manage() {
 bool ClientConnection::serve() {
   (void)stream_.set_nodelay();
   writer_ = std::make_unique<FrameWriter>(stream_);
-  in_.clear();
+  input_.reset();
   frames_received_ = 0;
   pings_sent_ = 0;
   last_pong_ = 0;
@@ -120,32 +121,22 @@ bool ClientConnection::serve() {
   }
   std::string reason = "closed by the server";
   for (;;) {
-    std::string detail;
-    tern::Result<std::optional<RawFrame>> frame =
-        next_frame(in_.readable(), channel_.limits, &detail);
+    tern::Result<RawFrame> frame = input_.next();
     if (!frame) {
-      protocol_error(frame.error(), detail);
-      reason = fmt::format("protocol error: {}", frame.error().message());
-      break;
-    }
-    if (frame->has_value()) {
-      const std::size_t size = (*frame)->size();
-      ++frames_received_;
-      const bool keep = handle(**frame);
-      in_.consume(size);
-      if (!keep) {
-        reason = "protocol error";
-        break;
+      const std::error_code error = frame.error();
+      if (error.category() == protocol_category()) {
+        protocol_error(error, input_.error_detail());
+        reason = fmt::format("protocol error: {}", error.message());
+      } else if (error == FrameReadErrc::closed_mid_frame) {
+        reason = "closed by the server in the middle of a frame";
+      } else if (error != FrameReadErrc::closed) {
+        reason = error.message();
       }
-      continue;
-    }
-    tern::Result<std::size_t> got = in_.read_from(stream_, kNoDeadline, 16 * 1024);
-    if (!got) {
-      reason = got.error().message();
       break;
     }
-    if (*got == 0) {
-      if (in_.size() > 0) reason = "closed by the server in the middle of a frame";
+    ++frames_received_;
+    if (!handle(*frame)) {
+      reason = "protocol error";
       break;
     }
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "frame.h"
+#include "frame_reader.h"
 #include "frame_writer.h"
 #include "metadata.pb.h"
 #include "pending_calls.h"
@@ -13,7 +14,6 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/wait_group.h"
 #include "tern/net/address.h"
-#include "tern/net/buffer.h"
 #include "tern/net/tcp_stream.h"
 #include "tern/rpc/channel.h"
 #include "tern/rpc/client_context.h"
@@ -119,7 +119,7 @@ class ClientConnection {
   State state_ = State::connecting;
   net::TcpStream stream_;
   std::unique_ptr<FrameWriter> writer_;
-  net::Buffer in_;
+  FrameReader input_;  // reads stream_ (declared after it)
   wire::Metadata metadata_;
   std::string scratch_;
   PendingCalls pending_;

@@ -2,8 +2,13 @@
 
 #include "client_connection.h"
 #include "load_balancer.h"
+#include "metadata_lookup.h"
 
 namespace tern::rpc {
+
+std::optional<std::string_view> ClientContext::reply_metadata(std::string_view key) const noexcept {
+  return detail::find_entry(reply_metadata_, key);
+}
 
 ClientContext::ClientContext(const ClientContext& other)
     : deadline_(other.deadline_),

@@ -1,8 +1,5 @@
 #include "tern/rpc/server.h"
 
-#include <cstdio>
-#include <cstdlib>
-
 #include "protobuf_log.h"
 #include "server_connection.h"
 #include "server_state.h"
@@ -42,8 +39,7 @@ Server::Server(ServerOptions options)
 
 Server::~Server() {
   if (running_) {
-    std::fprintf(stderr, "tern: rpc::Server destroyed while running; call stop() first\n");
-    std::abort();
+    TERN_FATAL("rpc::Server destroyed while running; call stop() first");
   }
 }
 

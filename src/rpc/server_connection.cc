@@ -22,7 +22,11 @@ void wait_all(WaitGroup& group) {
 
 ServerConnection::ServerConnection(const Server& server, Server::State& state,
                                    net::TcpStream& stream)
-    : server_(server), state_(state), stream_(stream), writer_(stream) {
+    : server_(server),
+      state_(state),
+      stream_(stream),
+      writer_(stream),
+      input_(stream, state.limits, state.options.frame_read_timeout) {
   tern::Result<net::Address> peer = stream.peer_address();
   peer_ = peer ? peer->to_string() : std::string("unknown peer");
 }
@@ -34,68 +38,58 @@ void ServerConnection::serve() {
   state_.connections.fetch_add(1, std::memory_order_relaxed);
   if (state_.stopping.load(std::memory_order_acquire)) goaway();
 
-  Fiber writer = spawn([this] { (void)writer_.run(); }, {.name = "rpc writer"});
-  reader_ = spawn([this] { read_loop(); }, {.name = "rpc reader"});
-  reader_.join();
+  tern::Result<Fiber> writer = try_spawn([this] { (void)writer_.run(); }, {.name = "rpc writer"});
+  tern::Result<Fiber> reader = writer ? try_spawn([this] { read_loop(); }, {.name = "rpc reader"})
+                                      : tern::Result<Fiber>(fail(writer.error()));
+  if (reader) {
+    reader_ = std::move(*reader);
+    reader_.join();
+  } else {
+    // No memory for the connection's fibers: refuse it (TcpServer closes the stream).
+    TERN_LOG_WARN("rpc: refusing the connection from {}: cannot start its fibers: {}", peer_,
+                  reader.error().message());
+  }
   closed_ = true;
   calls_.for_each([](ServerCall& call) { call.cancel(); });
   wait_all(call_fibers_);
   writer_.stop();
-  writer.join();
+  if (writer) writer->join();
   here.open.erase(this);
   state_.connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void ServerConnection::read_loop() {
-  const std::chrono::milliseconds frame_timeout = state_.options.frame_read_timeout;
-  // When the frame whose first bytes are in in_ must be complete; none while in_ is empty.
-  Deadline frame_deadline = kNoDeadline;
-  bool open = true;
-  while (open && !reading_stopped_) {
-    std::string detail;
-    tern::Result<std::optional<RawFrame>> frame =
-        next_frame(in_.readable(), state_.limits, &detail);
+  while (!reading_stopped_) {
+    tern::Result<RawFrame> frame = input_.next();
     if (!frame) {
-      protocol_error(frame.error(), detail);
+      read_ended(frame.error());
       return;
     }
-    if (frame->has_value()) {
-      const std::size_t size = (*frame)->size();
-      open = handle(**frame);
-      in_.consume(size);
-      frame_deadline = kNoDeadline;
-      continue;
-    }
-    if (in_.size() > 0 && frame_timeout.count() > 0 && frame_deadline == kNoDeadline) {
-      frame_deadline = deadline_after(frame_timeout);
-    }
-    tern::Result<std::size_t> got = in_.read_from(stream_, frame_deadline, 16 * 1024);
-    if (!got || *got == 0) {
-      read_ended(got, frame_timeout);
-      return;
-    }
+    if (!handle(*frame)) return;
   }
 }
 
-void ServerConnection::read_ended(const tern::Result<std::size_t>& got,
-                                  std::chrono::milliseconds frame_timeout) {
-  if (!got && got.error() == std::errc::timed_out && in_.size() > 0) {
+void ServerConnection::read_ended(std::error_code error) {
+  const std::size_t partial = input_.buffered();
+  if (error.category() == protocol_category()) {
+    protocol_error(error, input_.error_detail());
+  } else if (error == FrameReadErrc::frame_timeout) {
     state_.slow_senders.fetch_add(1, std::memory_order_relaxed);
     TERN_LOG_WARN(
         "rpc: closing the connection from {}: a frame did not arrive within {} ms ({} bytes of "
         "it came); the client sends too slowly",
-        peer_, frame_timeout.count(), in_.size());
-  } else if (!got && got.error() == std::errc::connection_reset && in_.size() > 0) {
+        peer_, input_.frame_timeout().count(), partial);
+  } else if (error == std::errc::connection_reset && partial > 0) {
     state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
     TERN_LOG_WARN("rpc: {} reset the connection in the middle of a frame ({} bytes of it)", peer_,
-                  in_.size());
-  } else if (!got && !reading_stopped_ && got.error() != std::errc::operation_canceled &&
-             got.error() != std::errc::connection_reset) {
-    TERN_LOG_DEBUG("rpc: connection from {} failed: {}", peer_, got.error().message());
-  } else if (got && in_.size() > 0) {
+                  partial);
+  } else if (error == FrameReadErrc::closed_mid_frame) {
     state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
     TERN_LOG_WARN("rpc: {} closed the connection in the middle of a frame ({} bytes of it)", peer_,
-                  in_.size());
+                  partial);
+  } else if (error != FrameReadErrc::closed && !reading_stopped_ &&
+             error != std::errc::operation_canceled && error != std::errc::connection_reset) {
+    TERN_LOG_DEBUG("rpc: connection from {} failed: {}", peer_, error.message());
   }
 }
 
@@ -131,16 +125,33 @@ bool ServerConnection::handle(const RawFrame& frame) {
 }
 
 bool ServerConnection::start_call(const RawFrame& frame, bool one_way) {
+  ServerCall::Start start;
+  std::span<const std::byte> body;
+  switch (admit_call(frame, one_way, start, body)) {
+    case Admission::admitted:
+      spawn_call(start, body);
+      return true;
+    case Admission::answered:
+      return true;
+    case Admission::close_connection:
+      return false;
+  }
+  return false;
+}
+
+ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, bool one_way,
+                                                         ServerCall::Start& start,
+                                                         std::span<const std::byte>& body) {
   const std::uint64_t id = frame.header.call_id;
   if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
     protocol_error(parsed.error(),
                    fmt::format("call {}: {} bytes of metadata", id, frame.metadata.size()));
-    return false;
+    return Admission::close_connection;
   }
   if (id > last_call_id_) last_call_id_ = id;
-  auto answer = [&](Status status) {
+  auto answer = [&](const Status& status) {
     if (!one_way) reply_status(id, status);
-    return true;
+    return Admission::answered;
   };
   if (draining_ || state_.stopping.load(std::memory_order_acquire)) {
     state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
@@ -160,23 +171,28 @@ bool ServerConnection::start_call(const RawFrame& frame, bool one_way) {
     return answer(Status(StatusCode::resource_exhausted,
                          fmt::format("the server runs {} calls already (its limit)", limit)));
   }
-  tern::Result<std::span<const std::byte>> body =
+  tern::Result<std::span<const std::byte>> plain =
       plain_body(frame, state_.limits.max_frame_size, scratch_);
-  if (!body) {
-    protocol_error(body.error(), fmt::format("call {}: {} byte body", id, frame.body.size()));
-    return false;
+  if (!plain) {
+    protocol_error(plain.error(), fmt::format("call {}: {} byte body", id, frame.body.size()));
+    return Admission::close_connection;
   }
-  ServerCall::Start start{.service = service,
-                          .method = method,
-                          .call_id = id,
-                          .one_way = one_way,
-                          .compressed = (frame.header.flags & kFlagCompressed) != 0,
-                          .deadline = kNoDeadline};
+  body = *plain;
+  start = ServerCall::Start{.service = service,
+                            .method = method,
+                            .call_id = id,
+                            .one_way = one_way,
+                            .compressed = (frame.header.flags & kFlagCompressed) != 0,
+                            .deadline = kNoDeadline};
   if (metadata_.timeout_us() != 0) {
     // Unsigned, as on the wire: a count past the clock's range is no deadline, not an overflow.
     start.deadline =
         deadline_after(std::chrono::duration<std::uint64_t, std::micro>(metadata_.timeout_us()));
   }
+  return Admission::admitted;
+}
+
+void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<const std::byte> body) {
   MetadataEntries entries;
   if (metadata_.entries_size() > 0) {
     entries.reserve(static_cast<std::size_t>(metadata_.entries_size()));
@@ -184,31 +200,34 @@ bool ServerConnection::start_call(const RawFrame& frame, bool one_way) {
       entries.emplace_back(entry.key(), entry.value());
     }
   }
-  std::string request(reinterpret_cast<const char*>(body->data()), body->size());
+  std::string request(reinterpret_cast<const char*>(body.data()), body.size());
   state_.in_flight.fetch_add(1, std::memory_order_relaxed);
+  tern::Result<Fiber> call_fiber = try_spawn(
+      [this, start, request = std::move(request), entries = std::move(entries)]() mutable {
+        ServerCall call(*this, server_, start, std::move(request), std::move(entries));
+        calls_.push_back(call);
+        call.run();
+        call_ended(call);
+      },
+      {.name = "rpc call",
+       .stack_size = state_.options.handler_stack_size != 0 ? state_.options.handler_stack_size
+                                                            : kDefaultStackSize});
+  if (!call_fiber) {
+    state_.in_flight.fetch_sub(1, std::memory_order_relaxed);
+    state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
+    TERN_LOG_WARN("rpc: cannot start a fiber for call {} from {}: {}", start.call_id, peer_,
+                  call_fiber.error().message());
+    if (!start.one_way) {
+      reply_status(start.call_id,
+                   Status(StatusCode::resource_exhausted,
+                          "cannot start a fiber for the call: " + call_fiber.error().message()));
+    }
+    return;
+  }
   state_.call_count.fetch_add(1, std::memory_order_relaxed);
   state_.calls.add();
   call_fibers_.add();
-  try {
-    spawn(
-        [this, start, request = std::move(request), entries = std::move(entries)]() mutable {
-          ServerCall call(*this, server_, start, std::move(request), std::move(entries));
-          calls_.push_back(call);
-          call.run();
-          call_ended(call);
-        },
-        {.name = "rpc call",
-         .stack_size = state_.options.handler_stack_size != 0 ? state_.options.handler_stack_size
-                                                              : kDefaultStackSize})
-        .detach();
-  } catch (const std::exception& e) {
-    state_.in_flight.fetch_sub(1, std::memory_order_relaxed);
-    state_.calls.done();
-    call_fibers_.done();
-    return answer(Status(StatusCode::resource_exhausted,
-                         std::string("cannot start a fiber for the call: ") + e.what()));
-  }
-  return true;
+  call_fiber->detach();
 }
 
 void ServerConnection::call_ended(ServerCall& call) {

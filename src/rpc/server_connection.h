@@ -5,6 +5,7 @@
 #include <string>
 
 #include "frame.h"
+#include "frame_reader.h"
 #include "frame_writer.h"
 #include "metadata.pb.h"
 #include "server_call.h"
@@ -12,7 +13,6 @@
 #include "tern/base/intrusive_list.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/wait_group.h"
-#include "tern/net/buffer.h"
 #include "tern/net/tcp_stream.h"
 
 namespace tern::rpc::detail {
@@ -40,11 +40,27 @@ class ServerConnection {
  private:
   // Reads and handles frames until the stream ends or the connection must close.
   void read_loop();
-  // Logs and counts why reading ended (got is the failed or empty read).
-  void read_ended(const tern::Result<std::size_t>& got, std::chrono::milliseconds frame_timeout);
+  // Reports, logs and counts why reading ended (the FrameReader's error).
+  void read_ended(std::error_code error);
   // Handles one frame; false when the connection must close.
   bool handle(const RawFrame& frame);
+  // What admit_call decided about a request frame.
+  enum class Admission {
+    admitted,          // start and body describe a call to spawn
+    answered,          // refused with a status (sent unless one-way); the connection goes on
+    close_connection,  // a protocol error (already reported): the connection must close
+  };
+  // Admits (request or one-way) or refuses a call, then spawns it; false when the connection
+  // must close.
   bool start_call(const RawFrame& frame, bool one_way);
+  // Admission of a call frame: parses its metadata into metadata_, refuses it while draining,
+  // for an unknown method or past max_concurrent_calls, decodes its body (into `body`, valid
+  // until the frame is consumed) and fills `start` with the method and deadline.
+  Admission admit_call(const RawFrame& frame, bool one_way, ServerCall::Start& start,
+                       std::span<const std::byte>& body);
+  // Starts the fiber of an admitted call (its metadata entries are still in metadata_); without
+  // memory for its stack the call is refused with resource_exhausted instead.
+  void spawn_call(const ServerCall::Start& start, std::span<const std::byte> body);
   void reply_status(std::uint64_t call_id, const Status& status);
   void protocol_error(std::error_code error, const std::string& detail);
   void close_when_idle();
@@ -55,7 +71,7 @@ class ServerConnection {
   Server::State& state_;
   net::TcpStream& stream_;
   FrameWriter writer_;
-  net::Buffer in_;
+  FrameReader input_;
   wire::Metadata metadata_;
   std::string scratch_;
   std::string peer_;

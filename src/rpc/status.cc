@@ -1,11 +1,10 @@
+// tern::rpc::Status and the status helpers of generated code.
 #include "tern/rpc/status.h"
 
 #include <fmt/format.h>
 
 #include <array>
 
-#include "tern/rpc/client_context.h"
-#include "tern/rpc/server_context.h"
 #include "tern/rpc/service.h"
 
 namespace tern::rpc {
@@ -31,14 +30,6 @@ constexpr std::array<std::string_view, 17> kCodeNames = {
     "data_loss",
     "unauthenticated",
 };
-
-std::optional<std::string_view> find_entry(const MetadataEntries& entries,
-                                           std::string_view key) noexcept {
-  for (const auto& [k, v] : entries) {
-    if (k == key) return std::string_view(v);
-  }
-  return std::nullopt;
-}
 
 }  // namespace
 
@@ -67,14 +58,6 @@ Status invalid_request(std::string_view type_name, std::size_t size) {
 Status unimplemented_method(std::string_view service, std::string_view method) {
   return Status(StatusCode::unimplemented,
                 fmt::format("{}/{} has no handler on this server", service, method));
-}
-
-std::optional<std::string_view> ServerContext::metadata(std::string_view key) const noexcept {
-  return find_entry(metadata_, key);
-}
-
-std::optional<std::string_view> ClientContext::reply_metadata(std::string_view key) const noexcept {
-  return find_entry(reply_metadata_, key);
 }
 
 }  // namespace tern::rpc

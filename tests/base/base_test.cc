@@ -1,14 +1,19 @@
 // tern::base: Result and error codes, intrusive list, MPSC queue, spin lock, deadlines.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "tern/base/assert.h"
 #include "tern/base/clock.h"
 #include "tern/base/duration.h"
 #include "tern/base/intrusive_list.h"
@@ -29,6 +34,43 @@ TEST(ParseDuration, EveryUnit) {
   EXPECT_EQ(tern::parse_duration("0").value(), 0ns);
   EXPECT_EQ(tern::parse_duration("off").value(), 0ns);
   EXPECT_EQ(tern::parse_duration("0us").value(), 0ns);
+}
+
+TEST(FatalDeathTest, PrintsOneLineWithTheRelativeLocationOffTheWorkers) {
+  const std::string what = "queue";
+  EXPECT_DEATH(TERN_FATAL("{} is {} entries long", what, 42),
+               "^tern: queue is 42 entries long \\(tests/base/base_test\\.cc:[0-9]+\\)\n$");
+}
+
+TEST(FatalDeathTest, ContextProviderAddsItsText) {
+  EXPECT_DEATH(
+      {
+        tern::set_fatal_context_provider([](char* out, std::size_t capacity) noexcept {
+          const std::string_view text = "test context";
+          const std::size_t n = std::min(text.size(), capacity);
+          std::memcpy(out, text.data(), n);
+          return n;
+        });
+        TERN_FATAL("with context");
+      },
+      "^tern: with context \\(tests/base/base_test\\.cc:[0-9]+, test context\\)\n$");
+}
+
+TEST(FatalDeathTest, AssertShowsTheMessageAndTheFailedCondition) {
+  const int size = 3;
+  EXPECT_DEATH(TERN_ASSERT(size > 4, "tern: the buffer is too small"),
+               "^tern: the buffer is too small \\[failed: size > 4\\] "
+               "\\(tests/base/base_test\\.cc:[0-9]+\\)");
+}
+
+TEST(FatalDeathTest, TheSignalSafeFormCallsItsHookBeforeAborting) {
+  EXPECT_DEATH(tern::detail::fatal_message(
+                   "/any/where/src/fiber/x.cc", 7, "raw message",
+                   +[]() noexcept {
+                     const char text[] = "hook ran\n";
+                     [[maybe_unused]] auto n = ::write(2, text, sizeof text - 1);
+                   }),
+               "^tern: raw message \\(src/fiber/x\\.cc:7\\)\nhook ran\n$");
 }
 
 TEST(ParseDuration, RejectsWhatIsNotADuration) {

@@ -3,9 +3,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <string>
+#include <system_error>
 #include <vector>
 
+#include "tern/base/assert.h"
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/fiber_local.h"
@@ -342,6 +345,77 @@ TEST(Exceptions, CaughtInsideAFiberStayThere) {
     f.join();
     EXPECT_TRUE(caught);
   });
+}
+
+// Far more than any process can map: mmap of the stack fails with ENOMEM.
+constexpr std::size_t kUnmappableStack = std::size_t{1} << 52;
+
+TEST(TrySpawn, ReportsAStackThatCannotBeMappedAndRunsNothing) {
+  on_one_worker([] {
+    bool ran = false;
+    tern::Result<tern::Fiber> fiber =
+        tern::try_spawn([&] { ran = true; }, {.name = "giant", .stack_size = kUnmappableStack});
+    ASSERT_FALSE(fiber.has_value());
+    EXPECT_EQ(fiber.error(), std::errc::not_enough_memory) << fiber.error().message();
+    tern::this_fiber::yield();
+    EXPECT_FALSE(ran);
+    // The worker goes on spawning fibers of ordinary sizes.
+    tern::Result<tern::Fiber> next = tern::try_spawn([&] { ran = true; }, {.name = "ordinary"});
+    ASSERT_TRUE(next.has_value()) << next.error().message();
+    next->join();
+    EXPECT_TRUE(ran);
+  });
+}
+
+TEST(TrySpawn, KeepsAnLvalueCallableWhenItFails) {
+  on_one_worker([] {
+    std::vector<int> payload{1, 2, 3};
+    auto fn = [payload = std::move(payload)] { (void)payload; };
+    tern::Result<tern::Fiber> fiber = tern::try_spawn(fn, {.stack_size = kUnmappableStack});
+    EXPECT_FALSE(fiber.has_value());
+    tern::Result<tern::Fiber> retry = tern::try_spawn(fn);
+    ASSERT_TRUE(retry.has_value());
+    retry->join();
+  });
+}
+
+TEST(SpawnDeathTest, AStackThatCannotBeMappedEndsTheProgramNamingBothFibers) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(on_one_worker([] {
+                 tern::this_fiber::set_name("spawner");
+                 tern::spawn([] {}, {.name = "giant", .stack_size = kUnmappableStack}).join();
+               }),
+               "tern: tern::spawn: cannot map a stack of [0-9]+ bytes for fiber \"giant\": "
+               "Cannot allocate memory \\(src/fiber/fiber\\.cc:[0-9]+, fiber \"spawner\" "
+               "\\(id [0-9]+\\) on worker 0\\)");
+}
+
+TEST(FatalDeathTest, FormatsTheMessageAndNamesTheFiberAndWorker) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(on_one_worker([] {
+                 tern::spawn(
+                     [] {
+                       const std::string table = "routes";
+                       TERN_FATAL("invariant {} of {} broken ({:.1f}%)", 3, table, 12.5);
+                     },
+                     {.name = "checker"})
+                     .join();
+               }),
+               "tern: invariant 3 of routes broken \\(12\\.5%\\) "
+               "\\(tests/fiber/fiber_test\\.cc:[0-9]+, fiber \"checker\" \\(id [0-9]+\\) "
+               "on worker 0\\)\n");
+}
+
+TEST(FatalDeathTest, AssertNamesTheFiberToo) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(on_one_worker([] {
+                 tern::this_fiber::set_name("asserter");
+                 const int answer = 41;
+                 TERN_ASSERT(answer == 42, "the answer is wrong");
+               }),
+               "tern: the answer is wrong \\[failed: answer == 42\\] "
+               "\\(tests/fiber/fiber_test\\.cc:[0-9]+, fiber \"asserter\" \\(id [0-9]+\\) "
+               "on worker 0\\)");
 }
 
 TEST(ExceptionsDeathTest, EscapingAFiberTerminatesNamingIt) {

@@ -4,9 +4,12 @@
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -173,6 +176,73 @@ TEST(TcpServer, ConnectionsBeyondTheLimitGetACleanClose) {
     EXPECT_EQ(server.stats().rejected, 1u);
     EXPECT_EQ(server.stats().accepted, 2u);
   });
+}
+
+// The number of bytes of address space the process has mapped (/proc/self/statm).
+std::size_t mapped_bytes() {
+  std::FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (statm == nullptr) return 0;
+  unsigned long pages = 0;
+  const int got = std::fscanf(statm, "%lu", &pages);
+  std::fclose(statm);
+  return got == 1 ? pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) : 0;
+}
+
+// In a child process: with RLIMIT_AS lowered to what the process maps already, the fiber of a
+// new connection cannot get a stack; the server must close that connection, count it, and serve
+// the next one once memory is back. Returns the number of failed checks (printed to stderr).
+int serve_through_a_spawn_failure() {
+  int failures = 0;
+  auto check = [&](bool ok, const char* what) {
+    if (!ok) {
+      std::fprintf(stderr, "check failed: %s\n", what);
+      ++failures;
+    }
+  };
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([&] {
+    TcpServer server({}, echo);
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    check(bound.has_value(), "start");
+    if (!bound) return;
+    // A first connection, kept open: the acceptor runs by then, and no fiber has ended, so no
+    // stack waits in the worker's pool for the next connection (it has to map a new one).
+    tern::Result<TcpStream> first = TcpStream::connect(*bound, tern::deadline_after(30s));
+    check(first.has_value(), "first connect");
+    if (!first) return;
+    const std::string ping = "ping";
+    std::string pong(ping.size(), '\0');
+    check(first->write_all(std::as_bytes(std::span(ping))) &&
+              first->read_exact(std::as_writable_bytes(std::span(pong))) && pong == ping,
+          "the first connection is served");
+    rlimit normal{};
+    ::getrlimit(RLIMIT_AS, &normal);
+    rlimit tight = normal;
+    tight.rlim_cur = mapped_bytes();
+    check(tight.rlim_cur != 0 && ::setrlimit(RLIMIT_AS, &tight) == 0, "lower RLIMIT_AS");
+    {
+      tern::Result<TcpStream> refused = TcpStream::connect(*bound, tern::deadline_after(30s));
+      check(refused.has_value(), "connect while memory is short");
+      if (refused) {
+        std::array<std::byte, 8> buf;
+        tern::Result<std::size_t> n = refused->read(buf, tern::deadline_after(30s));
+        check(!n ? n.error() == std::errc::connection_reset : *n == 0,
+              "the connection without a fiber is closed");
+      }
+    }
+    ::setrlimit(RLIMIT_AS, &normal);
+    check(round_trip(*bound, "still serving"), "the next connection is served");
+    first->close();
+    server.stop(tern::deadline_after(10s));
+    check(server.stats().accept_errors == 1, "one failed connection counted in accept_errors");
+    check(server.stats().accepted == 2, "only the served connections counted as accepted");
+  });
+  return failures;
+}
+
+TEST(TcpServerDeathTest, KeepsServingAfterAConnectionFiberCannotBeStarted) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::_Exit(serve_through_a_spawn_failure()), testing::ExitedWithCode(0), "");
 }
 
 TEST(TcpServer, IdleConnectionsTimeOut) {

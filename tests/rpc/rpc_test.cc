@@ -263,6 +263,25 @@ TEST(Rpc, ConcurrencyLimitAnswersResourceExhausted) {
   });
 }
 
+TEST(Rpc, ACallWhoseFiberCannotStartGetsResourceExhaustedAndTheConnectionStays) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    // A handler stack no process can map: every call's fiber fails to start.
+    Served served({.handler_stack_size = std::size_t{1} << 52});
+    ASSERT_TRUE(served.ready());
+    for (int i = 0; i < 3; ++i) {
+      auto reply = served.client->Echo(request("x"));
+      ASSERT_FALSE(reply);
+      EXPECT_EQ(reply.error().code(), StatusCode::resource_exhausted) << reply.error().to_string();
+      EXPECT_NE(reply.error().message().find("cannot start a fiber"), std::string::npos);
+    }
+    EXPECT_EQ(served.server.stats().rejected_calls, 3u);
+    EXPECT_EQ(served.server.stats().in_flight, 0u);
+    EXPECT_EQ(served.channel->stats().connection_losses, 0u)
+        << "the connection survives the failures";
+  });
+}
+
 TEST(Rpc, InterceptorChecksABearerToken) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {

@@ -43,10 +43,14 @@ struct FiberSlot {
   void* entry_storage;
 };
 
-// Makes a fiber on the current worker with room for an entry of the given size and alignment.
-// Throws std::system_error if no stack can be mapped. Worker fibers only.
-FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
-                       std::size_t entry_align);
+// Makes a fiber on the current worker with room for an entry of the given size and alignment;
+// fails with the errno of the failed mmap/mprotect (e.g. ENOMEM) if no stack can be mapped.
+// Worker fibers only.
+Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_size,
+                               std::size_t entry_align);
+// Ends the program through TERN_FATAL, saying which fiber's stack could not be mapped and why.
+// Any thread.
+[[noreturn]] void spawn_failed(const FiberOptions& options, std::error_code error) noexcept;
 // Frees a fiber made by create_fiber whose entry could not be constructed. Worker fibers only.
 void abandon_fiber(FiberControl* fiber) noexcept;
 // Queues a made fiber to run `entry` and returns its handle. Worker fibers only.
@@ -93,22 +97,35 @@ class Fiber {
 
 // Starts a fiber running fn() on the current worker; it runs when the current fiber next
 // yields or waits. The callable is stored on the fiber's own stack: no heap allocation when a
-// pooled stack is free. Throws std::system_error if no stack can be mapped. Worker fibers only
-// (use Runtime::run or Runtime::post to get onto a worker).
+// pooled stack is free. Fails with the errno of the failed mmap/mprotect (e.g. ENOMEM) if no
+// stack can be mapped; fn is then not run (nor moved from when passed as an lvalue). An
+// exception thrown by fn's copy or move propagates. Worker fibers only (use Runtime::run or
+// Runtime::post to get onto a worker).
 template <typename Fn>
-[[nodiscard]] Fiber spawn(Fn&& fn, const FiberOptions& options = {}) {
+[[nodiscard]] Result<Fiber> try_spawn(Fn&& fn, const FiberOptions& options = {}) {
   using Entry = detail::FiberEntryOf<std::decay_t<Fn>>;
   static_assert(std::is_invocable_v<std::decay_t<Fn>&>,
                 "spawn needs a callable taking no arguments");
-  const detail::FiberSlot slot = detail::create_fiber(options, sizeof(Entry), alignof(Entry));
+  const Result<detail::FiberSlot> slot =
+      detail::create_fiber(options, sizeof(Entry), alignof(Entry));
+  if (!slot) return fail(slot.error());
   Entry* entry;
   try {
-    entry = ::new (slot.entry_storage) Entry(std::forward<Fn>(fn));
+    entry = ::new (slot->entry_storage) Entry(std::forward<Fn>(fn));
   } catch (...) {
-    detail::abandon_fiber(slot.fiber);
+    detail::abandon_fiber(slot->fiber);
     throw;
   }
-  return detail::start_fiber(slot.fiber, entry);
+  return detail::start_fiber(slot->fiber, entry);
+}
+
+// Like try_spawn, for fibers the program cannot do without: if no stack can be mapped it ends
+// the program (TERN_FATAL) with a message naming the fiber and the error. Worker fibers only.
+template <typename Fn>
+[[nodiscard]] Fiber spawn(Fn&& fn, const FiberOptions& options = {}) {
+  Result<Fiber> fiber = try_spawn(std::forward<Fn>(fn), options);
+  if (!fiber) detail::spawn_failed(options, fiber.error());
+  return std::move(*fiber);
 }
 
 // Operations on the fiber that calls them. Worker fibers only.

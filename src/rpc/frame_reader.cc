@@ -1,0 +1,71 @@
+#include "frame_reader.h"
+
+namespace tern::rpc::detail {
+
+namespace {
+
+// How much free space each read offers the kernel.
+constexpr std::size_t kReadSize = 16 * 1024;
+
+class FrameReadCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "tern.rpc.frame_read"; }
+  std::string message(int value) const override {
+    switch (static_cast<FrameReadErrc>(value)) {
+      case FrameReadErrc::closed:
+        return "the peer closed the connection";
+      case FrameReadErrc::closed_mid_frame:
+        return "the peer closed the connection in the middle of a frame";
+      case FrameReadErrc::frame_timeout:
+        return "the rest of a frame did not arrive within the frame read timeout";
+    }
+    return "unknown frame read error";
+  }
+};
+
+}  // namespace
+
+const std::error_category& frame_read_category() noexcept {
+  static const FrameReadCategory category;
+  return category;
+}
+
+tern::Result<RawFrame> FrameReader::next() {
+  if (consume_ > 0) {
+    in_.consume(consume_);
+    consume_ = 0;
+  }
+  // When the frame whose first bytes are buffered must be complete; none while nothing is.
+  Deadline frame_deadline = kNoDeadline;
+  for (;;) {
+    tern::Result<std::optional<RawFrame>> frame = next_frame(in_.readable(), limits_, &detail_);
+    if (!frame) return fail(frame.error());
+    if (frame->has_value()) {
+      consume_ = (*frame)->size();
+      return **frame;
+    }
+    if (!in_.empty() && frame_timeout_.count() > 0 && frame_deadline == kNoDeadline) {
+      frame_deadline = deadline_after(frame_timeout_);
+    }
+    tern::Result<std::size_t> got = in_.read_from(stream_, frame_deadline, kReadSize);
+    if (!got) {
+      // Timing out with part of a frame in: the frame deadline (or the stream's own timeout)
+      // passed in the middle of a frame.
+      if (got.error() == std::errc::timed_out && !in_.empty()) {
+        return fail(make_error_code(FrameReadErrc::frame_timeout));
+      }
+      return fail(got.error());
+    }
+    if (*got == 0) {
+      return fail(
+          make_error_code(in_.empty() ? FrameReadErrc::closed : FrameReadErrc::closed_mid_frame));
+    }
+  }
+}
+
+void FrameReader::reset() noexcept {
+  in_.clear();
+  consume_ = 0;
+}
+
+}  // namespace tern::rpc::detail
