@@ -5,7 +5,6 @@
 #include <sys/socket.h>
 
 #include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -14,6 +13,7 @@
 
 #include "admin_http.h"
 #include "admin_pages.h"
+#include "tern/base/assert.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
@@ -157,10 +157,8 @@ struct AdminServer::State {
 AdminServer::AdminServer(AdminOptions options) : options_(options) {}
 
 AdminServer::~AdminServer() {
-  if (state_ != nullptr) {
-    std::fprintf(stderr, "tern: AdminServer destroyed while running; call stop() first\n");
-    std::abort();
-  }
+  if (state_ != nullptr)
+    TERN_FATAL("tern::admin::AdminServer destroyed while running; call stop() first");
 }
 
 Result<Address> AdminServer::start(const Address& address) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -171,6 +172,26 @@ TEST(AdminHttp, ResponsesAreComplete) {
       head.ends_with("Content-Length: 4\r\nConnection: close\r\n"
                      "Cache-Control: no-store\r\nX: y\r\n\r\n"))
       << head;
+}
+
+// Destroying a running server is a contract violation: the fatal path names it and the fiber.
+TEST(AdminEndpointDeathTest, DestroyedWhileRunningAbortsNamingTheFiber) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        tern::Runtime runtime({.workers = 1});
+        runtime.run([] {
+          tern::spawn(
+              [] {
+                auto server = std::make_unique<AdminServer>();
+                ASSERT_TRUE(server->start(Address::loopback(0)));
+                server.reset();
+              },
+              {.name = "admin-owner"})
+              .join();
+        });
+      },
+      "AdminServer destroyed while running; call stop\\(\\) first .*fiber \"admin-owner\"");
 }
 
 TEST(AdminEndpoint, MetricsAndStatusOfARuntimeStartedWithTheOption) {
