@@ -1,103 +1,18 @@
 #pragma once
 
-// Tells AddressSanitizer and ThreadSanitizer about fiber switches, which they cannot see: ASan
-// needs each stack's bounds (or it misreads fiber stacks as overflows), TSan needs one fiber
-// object per context (or it mixes their histories). In other builds these are empty.
+// The sanitizer annotations of fiber switches (ASan stack bounds, TSan fiber objects), under the
+// names the fiber code uses. They are defined once, in the public tern/fiber/sanitizer.h, which
+// code that switches raw contexts itself (tern-bench switch) uses directly.
 
-#include <cstddef>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define TERN_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TERN_ASAN 1
-#endif
-#endif
-
-#if defined(__SANITIZE_THREAD__)
-#define TERN_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TERN_TSAN 1
-#endif
-#endif
-
-#if TERN_ASAN
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#endif
-#if TERN_TSAN
-#include <sanitizer/tsan_interface.h>
-#endif
+#include "tern/fiber/sanitizer.h"
 
 namespace tern::detail {
 
-// The sanitizer state one context carries.
-struct SanitizerContext {
-  const void* stack_bottom = nullptr;  // ASan: the stack's lowest address (learned for main)
-  std::size_t stack_size = 0;
-  void* fake_stack = nullptr;  // ASan: the fake stack saved while switched out
-  void* tsan_fiber = nullptr;  // TSan: the fiber object of this context
-};
-
-// Sets up a fiber context on the stack [bottom, bottom + size).
-inline void sanitizer_create(SanitizerContext& ctx, const void* bottom, std::size_t size) {
-  ctx.stack_bottom = bottom;
-  ctx.stack_size = size;
-#if TERN_TSAN
-  ctx.tsan_fiber = __tsan_create_fiber(0);
-#endif
-}
-
-// Sets up the context of a thread's own stack.
-inline void sanitizer_adopt_thread(SanitizerContext& ctx) {
-#if TERN_TSAN
-  ctx.tsan_fiber = __tsan_get_current_fiber();
-#else
-  (void)ctx;
-#endif
-}
-
-// Releases what sanitizer_create made.
-inline void sanitizer_destroy(SanitizerContext& ctx) {
-#if TERN_TSAN
-  if (ctx.tsan_fiber != nullptr) __tsan_destroy_fiber(ctx.tsan_fiber);
-  ctx.tsan_fiber = nullptr;
-#else
-  (void)ctx;
-#endif
-}
-
-// Call right before switching from `from` to `to`; `from_ends` when `from` never resumes.
-inline void sanitizer_before_switch(SanitizerContext& from, SanitizerContext& to, bool from_ends) {
-#if TERN_ASAN
-  __sanitizer_start_switch_fiber(from_ends ? nullptr : &from.fake_stack, to.stack_bottom,
-                                 to.stack_size);
-#else
-  (void)from;
-  (void)from_ends;
-#endif
-#if TERN_TSAN
-  __tsan_switch_to_fiber(to.tsan_fiber, 0);
-#else
-  (void)to;
-#endif
-}
-
-// Call first thing after a switch lands in `self`, coming from `from`.
-inline void sanitizer_after_switch(SanitizerContext& self, SanitizerContext& from) {
-#if TERN_ASAN
-  const void* from_bottom = nullptr;
-  std::size_t from_size = 0;
-  __sanitizer_finish_switch_fiber(self.fake_stack, &from_bottom, &from_size);
-  if (from.stack_bottom == nullptr) {  // a thread's own stack: learn its bounds
-    from.stack_bottom = from_bottom;
-    from.stack_size = from_size;
-  }
-#else
-  (void)self;
-  (void)from;
-#endif
-}
+using tern::sanitizer_adopt_thread;
+using tern::sanitizer_after_switch;
+using tern::sanitizer_before_switch;
+using tern::sanitizer_create;
+using tern::sanitizer_destroy;
+using tern::SanitizerContext;
 
 }  // namespace tern::detail

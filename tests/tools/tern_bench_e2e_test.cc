@@ -1,6 +1,7 @@
 // tern-bench end to end: the real binary against tern-echo (and small servers written here that
 // echo byte for byte, flip a byte or stop reading) under the backend named by TERN_IO. Each run
-// is short (about a second or a small count) and prints one JSON line, which is checked.
+// is short (about a second or a small count) and prints one JSON line, which is checked. The
+// sections name the benchmark report each mode reproduces (docs/benchmark-methods.md).
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -85,7 +86,7 @@ void expect_positive(const Json& figures, std::initializer_list<const char*> nam
   }
 }
 
-// ---- traffic (SEEDS 000) ----
+// ---- traffic (report 000) ----
 
 TEST(TernBench, TrafficSyncEchoAgainstFrame16) {
   TernEcho server("frame16");
@@ -231,7 +232,7 @@ TEST(TernBench, TrafficAgainstAByteExactEchoServerPasses) {
   EXPECT_EQ(r["figures"]["packets"], 3000);
 }
 
-// ---- pingpong (SEEDS 003) ----
+// ---- pingpong (report 003) ----
 
 TEST(TernBench, PingpongMovesAndChecksEveryByte) {
   TernEcho server("echo");
@@ -258,7 +259,7 @@ TEST(TernBench, PingpongMovesAndChecksEveryByte) {
   EXPECT_EQ(p["params"]["idle_poll_us"], 200) << p.dump();
 }
 
-// ---- sessions (SEEDS 004) ----
+// ---- sessions (report 004) ----
 
 TEST(TernBench, SessionsRunEveryOneAndCheckEveryReply) {
   TernEcho server("echo");
@@ -277,7 +278,7 @@ TEST(TernBench, SessionsRunEveryOneAndCheckEveryReply) {
   EXPECT_TRUE(r["params"]["tcp_tw_reuse"].is_string());
 }
 
-// ---- ttcp (SEEDS 002) ----
+// ---- ttcp (report 002) ----
 
 TEST(TernBench, TtcpAgainstTernEchoAndInProcess) {
   TernEcho server("ttcp");
@@ -323,7 +324,7 @@ std::vector<Json> reports_of(const ToolRun& run, const std::string& mode) {
   return reports;
 }
 
-// ---- switch (SEEDS 004) ----
+// ---- switch (report 004) ----
 
 TEST(TernBench, SwitchPrintsOneVerifiedReportPerVariant) {
   std::vector<std::string> targets;
@@ -337,7 +338,7 @@ TEST(TernBench, SwitchPrintsOneVerifiedReportPerVariant) {
   EXPECT_EQ(targets, (std::vector<std::string>{"tern-fiber", "tern-context"}));
 }
 
-// ---- log (SEEDS 002) ----
+// ---- log (report 002) ----
 
 TEST(TernBench, LogReportsTheMedianOfItsRoundsForEachLoggerAndThreadCount) {
   const ToolRun run = bench(

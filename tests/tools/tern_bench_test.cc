@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "cpu.h"
-#include "frame.h"
-#include "latency.h"
-#include "options.h"
-#include "progress.h"
-#include "report.h"
-#include "target.h"
+#include "core/cpu.h"
+#include "core/frame.h"
+#include "core/latency.h"
+#include "core/options.h"
+#include "core/progress.h"
+#include "core/report.h"
+#include "core/target.h"
 
 namespace tern::bench {
 namespace {

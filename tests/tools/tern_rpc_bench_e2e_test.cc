@@ -1,7 +1,8 @@
-// tern-bench rpc (SEEDS 001) end to end: the real binary against tern-rpc-server (own
-// connections, --shared, a --duration cap, the server's own count of the calls) and against an
-// rpc server of the test's own that answers wrongly, under the backend named by TERN_IO; plus a
-// closed port and bad command lines. Each run makes a few thousand calls at most.
+// tern-bench rpc (report 001, docs/benchmark-methods.md) end to end: the real binary against
+// tern-rpc-server (own connections, --shared, a --duration cap, the server's own count of the
+// calls) and against an rpc server of the test's own that answers wrongly, under the backend named
+// by TERN_IO; plus a closed port and bad command lines. Each run makes a few thousand calls at
+// most.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>

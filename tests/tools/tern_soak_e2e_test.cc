@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "soak_stats.h"
+#include "soak/soak_stats.h"
 #include "tern_bench_process.h"
 #include "tern_bench_report.h"
 #include "test_scale.h"

@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "tern/net/address.h"
 #include "tern/admin/admin_server.h"
+#include "tern/net/address.h"
 
 namespace tern::tools {
 
@@ -17,20 +17,26 @@ inline constexpr const char* kAdminOptionHelp =
     "serve tern's admin endpoint (GET /metrics, /status) on HOST:PORT (port 0: the kernel "
     "picks; printed at the end of the first line as 'admin HOST:PORT')";
 
-// Parses --admin's text into `address` (empty text: none). Prints why it is wrong, naming
-// `tool`, and returns false on bad text. Main thread, before the runtime starts.
-inline bool parse_admin_option(const char* tool, const std::string& text,
-                               std::optional<net::Address>& address) {
-  if (text.empty()) return true;
+// Parses --admin's text into `address` (empty text: none). Returns why the text is wrong
+// ("--admin TEXT: why"), or an empty string. Main thread, before the runtime starts.
+inline std::string check_admin_option(const std::string& text,
+                                      std::optional<net::Address>& address) {
+  if (text.empty()) return {};
   std::string why;
   Result<net::Address> parsed = net::Address::parse(text, &why);
-  if (!parsed) {
-    std::fprintf(stderr, "%s: --admin %s: %s\n", tool, text.c_str(),
-                 why.empty() ? parsed.error().message().c_str() : why.c_str());
-    return false;
-  }
+  if (!parsed) return "--admin " + text + ": " + (why.empty() ? parsed.error().message() : why);
   address = *parsed;
-  return true;
+  return {};
+}
+
+// Like check_admin_option, but prints why the text is wrong, naming `tool`, and returns false.
+// Main thread, before the runtime starts.
+inline bool parse_admin_option(const char* tool, const std::string& text,
+                               std::optional<net::Address>& address) {
+  const std::string why = check_admin_option(text, address);
+  if (why.empty()) return true;
+  std::fprintf(stderr, "%s: %s\n", tool, why.c_str());
+  return false;
 }
 
 // Starts `admin` on `address` when there is one. Returns the start line's suffix (", admin

@@ -1,27 +1,20 @@
-// tern-bench: tern's load tool; one subcommand per benchmark report of SEEDS.md (see --help and
-// docs/tern-bench.md). Exit status: 0 verified, 1 the run failed its checks, 2 bad command line.
+// tern-bench: tern's load tool; one subcommand per benchmark report of docs/benchmark-methods.md
+// (see --help and docs/tern-bench.md). Exit status: 0 verified, 1 the run failed its checks, 2 bad
+// command line.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 
-#include "modes.h"
-#include "run_support.h"
-
-namespace tern::bench {
-
-void finish_with(int status) {
-  if (status != 0) throw CLI::RuntimeError(status);
-}
-
-}  // namespace tern::bench
+#include "core/run_support.h"
+#include "modes/modes.h"
 
 int main(int argc, char** argv) {
   tern::bench::raise_file_limit();
   CLI::App app{
-      "tern-bench: reproduces the load of each benchmark report in SEEDS.md against tern and its "
-      "peers, checks that the work was done, and reports figures with their units (text, or one "
-      "JSON line with --json). Exit status: 0 verified, 1 failed checks or errors, 2 bad "
-      "command line."};
+      "tern-bench: reproduces the load of each benchmark report in docs/benchmark-methods.md "
+      "against tern and its peers, checks that the work was done, and reports figures with their "
+      "units (text, or one JSON line with --json). Exit status: 0 verified, 1 failed checks or "
+      "errors, 2 bad command line."};
   app.require_subcommand(1);
   tern::bench::add_traffic_command(app);
   tern::bench::add_pingpong_command(app);

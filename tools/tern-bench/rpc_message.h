@@ -5,8 +5,8 @@
 
 #include "benchmark_message.pb.h"
 
-// The request and the reply check of SEEDS 001 (bench/proto/README.md), shared by tern-bench rpc
-// and tern-rpc-server. Any thread.
+// The request and the reply check of report 001 (docs/benchmark-methods.md; bench/proto/README.md),
+// shared by tern-bench rpc and tern-rpc-server. Any thread.
 namespace tern::bench {
 
 // The 57 ASCII characters of each of the request's seven string fields.

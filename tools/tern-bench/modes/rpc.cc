@@ -1,0 +1,253 @@
+// rpc: the RPC benchmark of report 001 (teleport/erpc vs rpcx; docs/benchmark-methods.md). -c
+// clients, a fiber each, make -n calls in all to tern.bench.BenchmarkService/Say (N/C each, the
+// remainder spread over the first clients), one call after another, with the seed's
+// BenchmarkMessage (bench/proto/README.md). Each client has its own tern::rpc::Channel with one
+// connection, or with --shared K the clients multiplex over K channels. Channels are opened on the
+// worker of their clients and connected before the clock starts. Every reply is checked (field1
+// "OK", field2 100, field3 untouched) and every call timed; TPS = verified calls / seconds from the
+// start to the last reply.
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "benchmark_message.tern.h"
+#include "core/latency.h"
+#include "core/mode.h"
+#include "core/progress.h"
+#include "core/run_support.h"
+#include "modes/modes.h"
+#include "rpc_message.h"
+#include "tern/fiber/event.h"
+#include "tern/fiber/runtime.h"
+#include "tern/fiber/wait_group.h"
+#include "tern/io/backend.h"
+#include "tern/rpc/channel.h"
+
+namespace tern::bench {
+
+namespace {
+
+// The failures seen on one worker: how many, and the first few distinct ones. Written only by
+// fibers of that worker.
+struct Failures {
+  std::uint64_t count = 0;
+  std::vector<std::string> kinds;     // what failed, without the client's number
+  std::vector<std::string> messages;  // the same, naming the first client it happened to
+
+  void add(std::size_t client, std::string kind, std::uint64_t times = 1) {
+    count += times;
+    if (kinds.size() >= Report::kMaxErrorMessages ||
+        std::find(kinds.begin(), kinds.end(), kind) != kinds.end())
+      return;
+    messages.push_back(fmt::format("client {}: {}", client, kind));
+    kinds.push_back(std::move(kind));
+  }
+};
+
+// A channel and the clients that call through it; the channel lives on one worker.
+struct ChannelSlot {
+  std::optional<rpc::Channel> channel;
+  std::string error;       // why it did not open
+  bool connected = false;  // a connection was ready before the start
+  WaitGroup users;         // its clients still calling
+};
+
+struct Run {
+  Run(const RpcOptions& options, std::string address_text)
+      : o(options),
+        address(std::move(address_text)),
+        workers(options.net.workers),
+        channel_count(options.shared > 0 ? options.shared : options.concurrency),
+        meter(options.net.workers),
+        latency(options.net.workers),
+        failures(options.net.workers),
+        ends(options.net.workers) {
+    for (std::size_t j = 0; j < channel_count; ++j)
+      channels.push_back(std::make_unique<ChannelSlot>());
+  }
+
+  // Calls of client i: N/C, plus one for the first N mod C clients.
+  std::uint64_t quota(std::size_t client) const {
+    return o.calls / o.concurrency + (client < o.calls % o.concurrency ? 1 : 0);
+  }
+  // The channel of client i. Client i runs on worker i % workers and channel j on worker
+  // j % workers; the clients of a worker take its channels in turn.
+  std::size_t channel_of(std::size_t client) const {
+    const std::size_t worker = client % workers;
+    const std::size_t on_worker = (channel_count - worker + workers - 1) / workers;
+    return worker + workers * ((client / workers) % on_worker);
+  }
+
+  const RpcOptions& o;
+  std::string address;
+  std::size_t workers;
+  std::size_t channel_count;
+  std::size_t message_bytes = 0;
+  std::vector<std::unique_ptr<ChannelSlot>> channels;
+  Meter meter;
+  LatencyRecorder latency;
+  std::vector<Failures> failures;       // per worker
+  std::vector<Clock::time_point> ends;  // per worker: its last reply
+  WaitGroup channels_open;              // each channel connected, or gave up
+  WaitGroup channels_closed;
+  LoadGate clients;  // the callers: ready (connected), released, done
+  Clock::time_point start{};
+  Deadline cap = kNoDeadline;
+};
+
+// Channel j: opens it with one connection, waits for the connection, and closes it once its
+// clients are done (on this fiber, so on the worker that opened it).
+void run_channel(Run& run, std::size_t j) {
+  ChannelSlot& slot = *run.channels[j];
+  rpc::ChannelOptions options;
+  options.connections_per_endpoint = 1;
+  options.ping_interval = std::chrono::milliseconds(0);  // the peers' clients send none either
+  rpc::Result<rpc::Channel> opened = rpc::Channel::open(run.address, std::move(options));
+  if (!opened) {
+    slot.error = "opening the channel: " + opened.error().to_string();
+  } else {
+    slot.channel.emplace(std::move(*opened));
+    slot.connected = slot.channel->wait_connected(deadline_after(seconds(run.o.timeout_s))).ok();
+  }
+  run.channels_open.done();
+  (void)slot.users.wait();
+  slot.channel.reset();
+  run.channels_closed.done();
+}
+
+// Client i: waits for the start, then makes its calls one after another.
+void run_client(Run& run, std::size_t i) {
+  const std::size_t worker = this_worker::index();
+  Failures& failures = run.failures[worker];
+  ChannelSlot& slot = *run.channels[run.channel_of(i)];
+  BenchmarkMessage request;
+  fill_rpc_request(request);
+  BenchmarkMessage reply;
+  rpc::ClientContext context;
+  run.clients.connected.done();
+  (void)run.clients.go.wait();
+  const std::uint64_t quota = run.quota(i);
+  if (!slot.channel) {
+    // A channel that did not open: its calls are not made, each counts as failed.
+    failures.add(i, slot.error, quota);
+    for (std::uint64_t call = 0; call < quota; ++call) run.meter.add_error(worker);
+  } else {
+    BenchmarkServiceClient client(*slot.channel);
+    const auto timeout = seconds(run.o.timeout_s);
+    for (std::uint64_t call = 0; call < quota; ++call) {
+      const Clock::time_point begin = Clock::now();
+      if (begin >= run.cap) break;
+      context.set_deadline(begin + timeout);
+      const rpc::Status status = client.Say(context, request, reply);
+      const Clock::time_point end = Clock::now();
+      if (!status.ok()) {
+        failures.add(i, status.to_string());
+        run.meter.add_error(worker);
+        if (status == rpc::StatusCode::cancelled) break;  // the context stays cancelled
+        continue;
+      }
+      if (std::string why = check_rpc_reply(reply); !why.empty()) {
+        failures.add(i, std::move(why));
+        run.meter.add_error(worker);
+        continue;
+      }
+      run.latency.record(worker, end - begin);
+      run.meter.add_done(worker, 1, run.message_bytes);
+      run.ends[worker] = std::max(run.ends[worker], end);
+    }
+  }
+  slot.users.done();
+}
+
+int run_rpc(const RpcOptions& o) {
+  Result<net::Address> address = resolve_target_or_say(o.net.target, "rpc");
+  if (!address) return 1;
+  Run run(o, address->to_string());
+  {
+    BenchmarkMessage request;
+    fill_rpc_request(request);
+    run.message_bytes = request.ByteSizeLong();
+  }
+  Report report;
+  report.mode = "rpc";
+  CpuWindow cpu(o.net.server_pid);
+  Progress progress(run.meter, std::chrono::seconds(1), Progress::rate_line("calls"),
+                    o.net.output.quiet);
+  std::string backend;
+  Runtime runtime(client_runtime(o.net));
+  runtime.run([&] {
+    backend = std::string(io::to_string(io::current_backend()));
+    run.channels_open.add(run.channel_count);
+    run.channels_closed.add(run.channel_count);
+    for (std::size_t i = 0; i < o.concurrency; ++i) run.channels[run.channel_of(i)]->users.add();
+    spread_fibers(run.channel_count, "rpc-channel", [&run](std::size_t j) { run_channel(run, j); });
+    (void)run.channels_open.wait();
+    run_gated_load(
+        run.clients, o.concurrency, "rpc-client", [&run](std::size_t i) { run_client(run, i); },
+        [&](Clock::time_point now) {
+          run.start = now;
+          if (o.net.duration_s > 0) run.cap = now + seconds(o.net.duration_s);
+          for (Clock::time_point& end : run.ends) end = now;
+        },
+        cpu, progress, report);
+    (void)run.channels_closed.wait();
+  });
+
+  const prof::Histogram latency = run.latency.merged();
+  const std::uint64_t calls = latency.count();
+  const Clock::time_point end = *std::max_element(run.ends.begin(), run.ends.end());
+  const double elapsed = seconds_between(run.start, end);
+  const double tps = elapsed > 0 ? static_cast<double>(calls) / elapsed : 0;
+  std::uint64_t failed = 0;
+  std::vector<std::string> kinds;
+  for (const Failures& f : run.failures) {
+    failed += f.count;
+    for (std::size_t k = 0; k < f.kinds.size(); ++k) {
+      if (report.error_messages.size() >= Report::kMaxErrorMessages) break;
+      if (std::find(kinds.begin(), kinds.end(), f.kinds[k]) != kinds.end()) continue;
+      kinds.push_back(f.kinds[k]);
+      report.error_messages.push_back(f.messages[k]);
+    }
+  }
+  report.errors = failed;
+
+  report.params["concurrency"] = o.concurrency;
+  report.params["calls"] = o.calls;
+  report.params["message_bytes"] = run.message_bytes;
+  report.params["shared"] = o.shared;
+  report.params["timeout_s"] = o.timeout_s;
+  add_network_params(report, o.net, backend);
+  report.figures["calls"] = calls;
+  report.figures["tps"] = round_to(tps, 1);
+  add_latency_figures(report.figures, latency);
+  report.figures["elapsed_s"] = round_to(elapsed, 6);
+  report.summary.push_back(fmt::format(
+      "{} clients over {} connection(s), {}-byte request: {} verified replies of {} calls in "
+      "{:.3f} s: {:.1f} calls/s, {} failed",
+      o.concurrency, run.channel_count, run.message_bytes, calls, o.calls, elapsed, tps, failed));
+  report.summary.push_back(latency_line("latency per call", latency));
+  const auto unconnected = static_cast<std::size_t>(
+      std::count_if(run.channels.begin(), run.channels.end(),
+                    [](const auto& slot) { return slot->error.empty() && !slot->connected; }));
+  if (unconnected > 0)
+    report.notes.push_back(fmt::format(
+        "{} of {} channel(s) had no connection when the calls started (after waiting up to {} s, "
+        "--timeout); their calls were made anyway",
+        unconnected, run.channel_count, o.timeout_s));
+  const std::uint64_t attempted = calls + failed;
+  if (o.net.duration_s > 0 && attempted < o.calls)
+    report.notes.push_back(fmt::format("stopped by the --duration cap ({} s) after {} of {} calls",
+                                       o.net.duration_s, attempted, o.calls));
+  if (calls == 0 && failed == 0) report.add_error("no call completed");
+  return conclude(report, o.net.output, calls > 0);
+}
+
+}  // namespace
+
+void add_rpc_command(CLI::App& app) { add_mode(app, &add_rpc_options, &run_rpc); }
+
+}  // namespace tern::bench

@@ -1,0 +1,95 @@
+#include "handlers.h"
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "../common/frame16_echo.h"
+#include "../common/header16.h"
+#include "tern/net/buffer.h"
+
+namespace tern::echo {
+
+void echo_stream(net::TcpStream& stream, std::size_t buf_size) {
+  // Not zeroed: a short-lived connection (report 004) would spend more on the memset than on I/O.
+  const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
+  const std::span buf(storage.get(), buf_size);
+  for (;;) {
+    Result<std::size_t> n = stream.read(buf);
+    if (!n || *n == 0) return;
+    if (!stream.write_all(buf.first(*n))) return;
+  }
+}
+
+void discard_stream(net::TcpStream& stream, std::size_t buf_size) {
+  const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
+  const std::span buf(storage.get(), buf_size);
+  for (;;) {
+    Result<std::size_t> n = stream.read(buf);
+    if (!n || *n == 0) return;
+  }
+}
+
+// Streams (tools::Frame16Echo): each read fills the buffer but for an incomplete header kept at
+// its front, and one writev sends back every byte of echo messages it brought.
+void frame16_stream(net::TcpStream& stream, std::size_t buf_size, std::size_t max_payload) {
+  const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
+  const std::span<std::byte> buf(storage.get(), buf_size);
+  tools::Frame16Echo echo(max_payload);
+  std::vector<iovec> replies;
+  std::size_t kept = 0;
+  for (;;) {
+    Result<std::size_t> n = stream.read(buf.subspan(kept));
+    if (!n || *n == 0) return;
+    replies.clear();
+    const std::size_t filled = kept + *n;
+    const tools::Frame16Echo::Step step = echo.take(buf.first(filled), replies);
+    if (!replies.empty() && !stream.writev_all(replies)) return;
+    const tools::Header16& header = echo.header();
+    if (step.verdict == tools::Frame16Echo::Verdict::oversized) {
+      std::fprintf(stderr, "tern-echo: closing a connection: payload of %u bytes over %zu\n",
+                   header.len, max_payload);
+      return;
+    }
+    if (step.verdict == tools::Frame16Echo::Verdict::bad_header) {
+      std::fprintf(stderr, "tern-echo: closing a connection: bad header (ver %u, cmd %u)\n",
+                   header.ver, header.cmd);
+      return;
+    }
+    kept = step.kept;
+    std::memmove(buf.data(), buf.data() + filled - kept, kept);
+  }
+}
+
+void ttcp_stream(net::TcpStream& stream, std::size_t max_payload) {
+  std::array<std::byte, 4> length;
+  std::vector<std::byte> payload;
+  while (stream.read_exact(length)) {
+    const std::uint64_t size = net::load_big_endian(length.data(), 4);
+    if (size > max_payload) return;
+    payload.resize(size);
+    if (!stream.read_exact(payload) || !stream.write_all(length)) return;
+  }
+}
+
+void serve_connection(net::TcpStream& stream, const EchoConfig& config) {
+  // An idle connection costs no read buffer: take one only once the first bytes (or the peer's
+  // close) are there. Under --idle-timeout the wait times out like a read.
+  if (!stream.wait_readable()) return;
+  (void)stream.set_nodelay();
+  switch (config.mode) {
+    case EchoMode::echo:
+      return echo_stream(stream, config.buf);
+    case EchoMode::discard:
+      return discard_stream(stream, config.buf);
+    case EchoMode::frame16:
+      return frame16_stream(stream, config.buf, config.max_payload);
+    case EchoMode::ttcp:
+      return ttcp_stream(stream, config.max_payload);
+  }
+}
+
+}  // namespace tern::echo

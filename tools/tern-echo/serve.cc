@@ -1,0 +1,82 @@
+#include "serve.h"
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "../common/admin_option.h"
+#include "../common/stop_signal.h"
+#include "handlers.h"
+#include "tern/admin/admin_server.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+#include "tern/io/backend.h"
+#include "tern/net/tcp_server.h"
+
+namespace tern::echo {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Waits for a stop signal, or at most `duration_s` seconds when it is positive. Worker fiber.
+void wait_until_stopped(double duration_s) {
+  if (duration_s > 0) {
+    Fiber watcher = spawn([] { tools::wait_for_stop_signal(); });
+    (void)this_fiber::sleep_for(std::chrono::duration<double>(duration_s));
+    watcher.interrupt();
+    watcher.join();
+  } else {
+    tools::wait_for_stop_signal();
+  }
+}
+
+// The server on a worker fiber of the runtime: listens, announces, waits, stops.
+int run_server(const EchoConfig& config) {
+  net::ServerOptions options;
+  options.accept_mode = config.accept;
+  options.max_connections = config.max_connections;
+  options.idle_timeout = config.idle_timeout;
+  net::TcpServer server(options,
+                        [&config](net::TcpStream& stream) { serve_connection(stream, config); });
+  Result<net::Address> bound = server.start(config.address);
+  if (!bound) {
+    std::fprintf(stderr, "tern-echo: cannot listen on %s: %s\n", config.address.to_string().c_str(),
+                 bound.error().message().c_str());
+    return 1;
+  }
+  admin::AdminServer admin;
+  const std::optional<std::string> admin_text =
+      tools::start_admin("tern-echo", admin, config.admin);
+  if (!admin_text) {
+    server.stop(deadline_after(0s));
+    return 1;
+  }
+  std::printf("tern-echo: listening on %s (%zu workers, %s, %s, mode %s%s)\n",
+              bound->to_string().c_str(), this_worker::count(),
+              std::string(io::to_string(io::current_backend())).c_str(), config.accept_name.c_str(),
+              to_string(config.mode), admin_text->c_str());
+  std::fflush(stdout);
+  wait_until_stopped(config.duration_s);
+  const std::size_t cut = server.stop(deadline_after(1s));
+  admin.stop();
+  const net::ServerStats stats = server.stats();
+  std::printf("tern-echo: stopped; %llu connections served, %llu rejected, %zu cut at shutdown\n",
+              static_cast<unsigned long long>(stats.accepted),
+              static_cast<unsigned long long>(stats.rejected), cut);
+  return 0;
+}
+
+}  // namespace
+
+int serve(const EchoConfig& config) {
+  // Signals go to the signalfd fiber, not to a random thread.
+  tools::block_stop_signals();
+  Runtime runtime({.workers = config.threads,
+                   .make_parker = io::reactors(config.backend),
+                   .idle_poll = config.idle_poll});
+  return runtime.run([&config] { return run_server(config); });
+}
+
+}  // namespace tern::echo
