@@ -1,11 +1,11 @@
-// soak: tern's reliability soak (docs/tern-bench.md, "soak"). One scenario per run (soak_echo.cc:
-// echo and idle; soak_flood.cc: flood; soak_rpc.cc: rpc) against one server over loopback. Around
-// the scenario this file: checks the server answers (one exchange, the "primer"), reads the
-// server's fibers and timers from its admin endpoint once it is quiet (--admin), samples the
-// server's RSS and descriptors every second while the run lasts (--server-pid) and fits their
-// trend over the steady load after --warmup, and, once the clients have left, waits until the
-// server's fibers and timers are back to the baseline (--settle). The run fails on any error of
-// the scenario or when the server does not get back to its baseline.
+// soak: tern's reliability soak (docs/tern-bench.md, "soak"). One scenario per run
+// (soak/soak_echo.cc: echo and idle; soak/soak_flood.cc: flood; soak/soak_rpc.cc: rpc) against one
+// server over loopback. Around the scenario this file: checks the server answers (one exchange, the
+// "primer"), reads the server's fibers and timers from its admin endpoint once it is quiet
+// (--admin), samples the server's RSS and descriptors every second while the run lasts
+// (--server-pid) and fits their trend over the steady load after --warmup, and, once the clients
+// have left, waits until the server's fibers and timers are back to the baseline (--settle). The
+// run fails on any error of the scenario or when the server does not get back to its baseline.
 #include <memory>
 #include <string>
 

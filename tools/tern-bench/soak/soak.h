@@ -21,7 +21,7 @@
 #include "tern/net/address.h"
 #include "tern/net/tcp_stream.h"
 
-// The pieces the scenarios of `tern-bench soak` share (soak.cc runs them): the run's context,
+// The pieces the scenarios of `tern-bench soak` share (modes/soak.cc runs them): the run's context,
 // the failures counted by kind, and the request/echo exchange of the echo, idle and flood
 // scenarios. A scenario runs on worker 0 of the client runtime and spreads its fibers over the
 // workers; each fiber writes only its own worker's slots.
