@@ -111,7 +111,7 @@ TEST(TernBench, TrafficSyncEchoAgainstFrame16) {
                                  "p99_us", "p999_us", "max_us"});
   EXPECT_EQ(r["figures"]["packets"], r["figures"]["replies"]);
   EXPECT_TRUE(r["server_cpu_pct"].is_number()) << r.dump();
-  // Progress: the seed's send/recv pair every --interval, on stderr only.
+  // Progress: report 000's send/recv pair every --interval, on stderr only.
   EXPECT_NE(run.err.find("s] send "), std::string::npos) << run.err;
   EXPECT_NE(run.err.find(" MB/s  recv "), std::string::npos) << run.err;
 }

@@ -211,7 +211,7 @@ TEST(TernBenchOptions, RejectsBadCommandLinesSayingWhy) {
             std::string::npos);
 }
 
-TEST(TernBenchOptions, ModeDefaultsFollowTheSeeds) {
+TEST(TernBenchOptions, ModeDefaultsFollowTheReports) {
   SessionsOptions sessions;
   ASSERT_EQ(parse({"sessions"}, sessions, &add_sessions_options), "");
   EXPECT_EQ(sessions.total, 50000u);

@@ -47,7 +47,7 @@ struct TrafficOptions {
   NetworkOptions net;
   bool sync = false;
   bool async = false;
-  std::size_t connections = 10;  // -t: one connection per seed "thread"
+  std::size_t connections = 10;  // -t: one connection per "thread" of report 000
   std::size_t payload_bytes = 1024;
   unsigned cmd = 1;
   std::size_t window = 0;   // -A: requests in flight per connection; 0: only TCP flow control

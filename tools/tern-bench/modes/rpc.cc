@@ -1,6 +1,6 @@
 // rpc: the RPC benchmark of report 001 (teleport/erpc vs rpcx; docs/benchmark-methods.md). -c
 // clients, a fiber each, make -n calls in all to tern.bench.BenchmarkService/Say (N/C each, the
-// remainder spread over the first clients), one call after another, with the seed's
+// remainder spread over the first clients), one call after another, with report 001's
 // BenchmarkMessage (bench/proto/README.md). Each client has its own tern::rpc::Channel with one
 // connection, or with --shared K the clients multiplex over K channels. Channels are opened on the
 // worker of their clients and connected before the clock starts. Every reply is checked (field1

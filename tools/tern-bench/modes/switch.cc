@@ -1,7 +1,7 @@
 // switch: the coroutine switch test of report 004 (docs/benchmark-methods.md), in the unit it
 // meant. Two contexts pass control back and forth --switches times in all; each side counts its own
 // switches and the run only counts as verified when both sides switched exactly as often as the
-// loop says (the seed's libco variant never switched at all, and its "M/s" was microseconds per
+// loop says (report 004's libco variant never switched at all, and its "M/s" was microseconds per
 // switch).
 //   tern-fiber:   two tern fibers on one worker, each calling this_fiber::yield() in turn (one
 //                 switch = one fiber handing the worker to the other through the scheduler);

@@ -5,9 +5,9 @@
 // checked; the in-process server also checks every length and payload byte.
 //
 // The client is a tern fiber (--client fiber) or a std::thread making blocking system calls
-// (--client blocking, the seed's baseline). It talks to --target (tern-echo --mode ttcp, or a
+// (--client blocking, report 002's baseline). It talks to --target (tern-echo --mode ttcp, or a
 // peer such as mtserver --mode ttcp) or, with --in-process, to a server in this process: a
-// tern fiber (with --workers 1 on the client's worker, as the seed's single-thread coroutine
+// tern fiber (with --workers 1 on the client's worker, as report 002's single-thread coroutine
 // run; with --workers 2 on worker 0 while the client runs on worker 1) or, for the blocking
 // client, a server thread. --placement pins the two sides (same CPU or two CPUs). --repeat runs
 // it several times and reports the median.
