@@ -42,6 +42,19 @@ std::pair<TcpStream, TcpStream> stream_pair() {
   return {TcpStream(tern::net::Socket(fds[0])), TcpStream(tern::net::Socket(fds[1]))};
 }
 
+// A FrameReader on one end (`near`) of a socket pair whose other end (`far`) plays the peer.
+struct ReaderOnAPair {
+  explicit ReaderOnAPair(Limits reader_limits = {},
+                         std::chrono::milliseconds frame_timeout = std::chrono::milliseconds(0))
+      : limits(reader_limits), reader(near, limits, frame_timeout) {}
+
+  std::pair<TcpStream, TcpStream> ends = stream_pair();
+  TcpStream& near = ends.first;
+  TcpStream& far = ends.second;
+  Limits limits;
+  FrameReader reader;
+};
+
 // Bytes sent to `stream` that it has not read yet.
 int unread_bytes(TcpStream& stream) {
   int n = 0;
@@ -101,11 +114,10 @@ const std::vector<Expected>& sample_frames() {
 
 TEST(FrameReader, FramesSplitByteByByte) {
   on_one_worker([] {
-    auto ends = stream_pair();
-    TcpStream& near = ends.first;
-    TcpStream& far = ends.second;
-    Limits limits;
-    FrameReader reader(near, limits);
+    ReaderOnAPair pair;
+    TcpStream& near = pair.near;
+    TcpStream& far = pair.far;
+    FrameReader& reader = pair.reader;
     const std::vector<Expected> frames(sample_frames().begin(), sample_frames().begin() + 4);
     tern::net::Buffer wire;
     for (const Expected& e : frames) append(wire, e);
@@ -135,11 +147,9 @@ TEST(FrameReader, FramesSplitByteByByte) {
 
 TEST(FrameReader, SeveralFramesInOneReadAndOneLargerThanTheBuffer) {
   on_one_worker([] {
-    auto ends = stream_pair();
-    TcpStream& near = ends.first;
-    TcpStream& far = ends.second;
-    Limits limits;
-    FrameReader reader(near, limits);
+    ReaderOnAPair pair;
+    TcpStream& far = pair.far;
+    FrameReader& reader = pair.reader;
     tern::net::Buffer wire;
     for (const Expected& e : sample_frames()) append(wire, e);
     // The small frames come in one write, so one read holds all of them; the big one follows.
@@ -157,11 +167,9 @@ TEST(FrameReader, SeveralFramesInOneReadAndOneLargerThanTheBuffer) {
 
 TEST(FrameReader, AnOversizedDeclaredLengthFailsAsSoonAsTheHeaderIsIn) {
   on_one_worker([] {
-    auto ends = stream_pair();
-    TcpStream& near = ends.first;
-    TcpStream& far = ends.second;
-    Limits limits{.max_frame_size = 1024, .max_metadata_size = 256};
-    FrameReader reader(near, limits);
+    ReaderOnAPair pair(Limits{.max_frame_size = 1024, .max_metadata_size = 256});
+    TcpStream& far = pair.far;
+    FrameReader& reader = pair.reader;
     std::byte header[tern::rpc::detail::kHeaderSize];
     tern::rpc::detail::encode_header(
         {.type = FrameType::request, .call_id = 5, .metadata_size = 0, .body_size = 1u << 30},
@@ -177,11 +185,9 @@ TEST(FrameReader, AnOversizedDeclaredLengthFailsAsSoonAsTheHeaderIsIn) {
 
 TEST(FrameReader, AGarbageHeaderIsABadMagic) {
   on_one_worker([] {
-    auto ends = stream_pair();
-    TcpStream& near = ends.first;
-    TcpStream& far = ends.second;
-    Limits limits;
-    FrameReader reader(near, limits);
+    ReaderOnAPair pair;
+    TcpStream& far = pair.far;
+    FrameReader& reader = pair.reader;
     const std::string garbage = "GET / HTTP/1.1\r\nHost: example\r\n\r\n";
     ASSERT_TRUE(far.write_all(std::as_bytes(std::span(garbage))));
     tern::Result<RawFrame> frame = reader.next();
@@ -193,11 +199,9 @@ TEST(FrameReader, AGarbageHeaderIsABadMagic) {
 
 TEST(FrameReader, ThePeerClosingMidFrameIsReportedWithWhatCame) {
   on_one_worker([] {
-    auto ends = stream_pair();
-    TcpStream& near = ends.first;
-    TcpStream& far = ends.second;
-    Limits limits;
-    FrameReader reader(near, limits);
+    ReaderOnAPair pair;
+    TcpStream& far = pair.far;
+    FrameReader& reader = pair.reader;
     tern::net::Buffer wire;
     append(wire, sample_frames()[0]);
     const std::size_t first_size = wire.size();
@@ -215,11 +219,9 @@ TEST(FrameReader, ThePeerClosingMidFrameIsReportedWithWhatCame) {
 
 TEST(FrameReader, APartialFrameTimesOutButTheTimeBetweenFramesIsFree) {
   on_one_worker([] {
-    auto ends = stream_pair();
-    TcpStream& near = ends.first;
-    TcpStream& far = ends.second;
-    Limits limits;
-    FrameReader reader(near, limits, 50ms);
+    ReaderOnAPair pair({}, 50ms);
+    TcpStream& far = pair.far;
+    FrameReader& reader = pair.reader;
     tern::net::Buffer wire;
     append(wire, sample_frames()[0]);
     const std::span<const std::byte> frame = wire.readable();
@@ -243,11 +245,9 @@ TEST(FrameReader, APartialFrameTimesOutButTheTimeBetweenFramesIsFree) {
 
 TEST(FrameReader, AnInterruptEndsTheWaitAndResetStartsAfresh) {
   on_one_worker([] {
-    auto ends = stream_pair();
-    TcpStream& near = ends.first;
-    TcpStream& far = ends.second;
-    Limits limits;
-    FrameReader reader(near, limits);
+    ReaderOnAPair pair;
+    TcpStream& far = pair.far;
+    FrameReader& reader = pair.reader;
     tern::Result<RawFrame> got = RawFrame{};
     tern::Fiber waiting = tern::spawn([&] { got = reader.next(); });
     tern::this_fiber::yield();  // the reader parks in its read
