@@ -26,6 +26,12 @@ SOURCES = $(shell git ls-files '*.h' '*.cc' 2>/dev/null)
 setup:
 	@bash scripts/setup
 
+# ccache shares compiled objects between checkouts and build directories of this machine (a CI
+# clone in another folder reuses what a developer built): paths below the checkout are hashed
+# relative to it, and the build directory is left out of the hash of debug builds.
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
+
 # clang 19's ASan does not find Debian's llvm-symbolizer by itself: name it, so that ASan and
 # libFuzzer reports show functions and lines.
 export ASAN_SYMBOLIZER_PATH ?= $(shell command -v llvm-symbolizer 2>/dev/null)
