@@ -1,6 +1,6 @@
 // An echo server: a fiber per connection, one reactor per core. Usage: echo_server [port]
-#include <tern/fiber/fiber.h>
 #include <tern/fiber/runtime.h>
+#include <tern/io/signal.h>
 #include <tern/net/tcp_server.h>
 
 #include <cstdio>
@@ -25,8 +25,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("echoing on %s; Ctrl-C to stop\n", bound->to_string().c_str());
-    (void)tern::this_fiber::sleep_until(tern::kNoDeadline);  // until the process is stopped
-    server.stop(tern::deadline_after(std::chrono::seconds(1)));
+    std::fflush(stdout);
+    tern::Result<int> signal = tern::io::wait_for_stop_signal();  // SIGINT or SIGTERM
+    server.stop(tern::deadline_after(std::chrono::seconds(1)));   // lets connections finish
+    std::printf("stopped by signal %d\n", signal.value_or(0));
     return 0;
   });
 }

@@ -1,6 +1,9 @@
 // The offload pool: threads that run blocking work for fibers and wake them when it is done.
 #include "tern/io/offload.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -20,6 +23,30 @@ struct Job {
   tern::detail::Waiter waiter;
 };
 
+// Blocks the asynchronous process signals in the calling thread while it lives, so that a thread
+// started meanwhile begins with them blocked: a signal sent to the process then goes to one of
+// the program's threads (or to tern::io::wait_for_stop_signal), never to a pool thread. The
+// synchronous signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT), SIGPIPE, SIGPROF and the
+// real-time signals keep the creator's mask. The same set as the log writer's (src/log/writer.cc)
+// and the runtime workers' (src/fiber/runtime.cc).
+class ProcessSignalsBlocked {
+ public:
+  ProcessSignalsBlocked() noexcept {
+    sigset_t set;
+    ::sigemptyset(&set);
+    for (const int signal :
+         {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGWINCH, SIGTSTP})
+      ::sigaddset(&set, signal);
+    ::pthread_sigmask(SIG_BLOCK, &set, &previous_);
+  }
+  ~ProcessSignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  ProcessSignalsBlocked(const ProcessSignalsBlocked&) = delete;
+  ProcessSignalsBlocked& operator=(const ProcessSignalsBlocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
 std::atomic<std::size_t> thread_limit{
     std::max<std::size_t>(4, std::thread::hardware_concurrency())};
 
@@ -31,6 +58,7 @@ class Pool {
     queue_.push_back(job);
     if (idle_ == 0 && started_ < thread_limit.load(std::memory_order_relaxed)) {
       ++started_;
+      const ProcessSignalsBlocked blocked;  // the new thread inherits the mask
       std::thread([this] { serve(); }).detach();
     } else {
       ready_.notify_one();

@@ -2,6 +2,7 @@
 #include "writer.h"
 
 #include <pthread.h>
+#include <signal.h>
 
 #include <iterator>
 
@@ -24,6 +25,32 @@ constexpr auto kSleep = std::chrono::milliseconds(50);
 // (and its published tail after every record), moving each line between the two cores.
 constexpr std::uint64_t kSmallPassBytes = 16 * 1024;
 constexpr auto kCatchUp = std::chrono::microseconds(50);
+
+// Blocks the asynchronous process signals in the calling thread while it lives, so that the
+// writer thread started meanwhile begins with them blocked: a signal sent to the process (SIGTERM
+// to a program that waits for it on a signalfd, SIGINT, SIGHUP...) then goes to one of the
+// program's threads, never to the writer, where its default action would end the process with
+// lines still unwritten. The synchronous signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: the
+// crash flush needs them), SIGPIPE, SIGPROF and the real-time signals keep the creator's mask.
+// The same set as the runtime workers' (src/fiber/runtime.cc) and the offload pool's
+// (src/io/offload.cc).
+class ProcessSignalsBlocked {
+ public:
+  ProcessSignalsBlocked() noexcept {
+    sigset_t set;
+    ::sigemptyset(&set);
+    for (const int signal :
+         {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGWINCH, SIGTSTP})
+      ::sigaddset(&set, signal);
+    ::pthread_sigmask(SIG_BLOCK, &set, &previous_);
+  }
+  ~ProcessSignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  ProcessSignalsBlocked(const ProcessSignalsBlocked&) = delete;
+  ProcessSignalsBlocked& operator=(const ProcessSignalsBlocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
 
 constexpr Site kDroppedSite{Level::warn, __LINE__, base_name(__FILE__), "{} messages dropped"};
 constexpr std::string_view kWriterContext = "tern-log";
@@ -60,6 +87,7 @@ void format_record(fmt::memory_buffer& out, DateCache& date, Ring& ring, const R
 Writer::Writer(Logger& logger) : logger_(logger) {
   batch_.reserve(kBatchBytes + 64 * 1024);
   drops_reported_ = logger_.dropped_total.load(std::memory_order_relaxed);
+  const ProcessSignalsBlocked blocked;  // the writer inherits the mask
   thread_ = std::thread([this] { run(); });
 }
 

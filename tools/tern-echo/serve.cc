@@ -6,12 +6,11 @@
 #include <string>
 
 #include "../common/admin_option.h"
-#include "../common/stop_signal.h"
 #include "handlers.h"
 #include "tern/admin/admin_server.h"
-#include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
+#include "tern/io/signal.h"
 #include "tern/net/tcp_server.h"
 
 namespace tern::echo {
@@ -22,14 +21,8 @@ using namespace std::chrono_literals;
 
 // Waits for a stop signal, or at most `duration_s` seconds when it is positive. Worker fiber.
 void wait_until_stopped(double duration_s) {
-  if (duration_s > 0) {
-    Fiber watcher = spawn([] { tools::wait_for_stop_signal(); });
-    (void)this_fiber::sleep_for(std::chrono::duration<double>(duration_s));
-    watcher.interrupt();
-    watcher.join();
-  } else {
-    tools::wait_for_stop_signal();
-  }
+  (void)io::wait_for_stop_signal(
+      duration_s > 0 ? deadline_after(std::chrono::duration<double>(duration_s)) : kNoDeadline);
 }
 
 // The server on a worker fiber of the runtime: listens, announces, waits, stops.
@@ -71,8 +64,8 @@ int run_server(const EchoConfig& config) {
 }  // namespace
 
 int serve(const EchoConfig& config) {
-  // Signals go to the signalfd fiber, not to a random thread.
-  tools::block_stop_signals();
+  // From here on SIGINT and SIGTERM wait for wait_until_stopped instead of ending the process.
+  io::block_stop_signals();
   Runtime runtime({.workers = config.threads,
                    .make_parker = io::reactors(config.backend),
                    .idle_poll = config.idle_poll});

@@ -8,12 +8,12 @@
 
 #include "../common/admin_option.h"
 #include "../common/idle_poll_option.h"
-#include "../common/stop_signal.h"
 #include "benchmark_message.tern.h"
 #include "rpc_message.h"
 #include "tern/admin/admin_server.h"
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
+#include "tern/io/signal.h"
 #include "tern/net/address.h"
 #include "tern/rpc/server.h"
 
@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
   if (!tern::tools::parse_idle_poll_option("tern-rpc-server", config.idle_poll, idle_poll))
     return 2;
 
-  // The signals go to the fiber waiting on a signalfd, not to a random thread.
-  tern::tools::block_stop_signals();
+  // From here on SIGINT and SIGTERM wait for wait_for_stop_signal instead of ending the process.
+  tern::io::block_stop_signals();
   tern::Runtime runtime({.workers = config.threads,
                          .make_parker = tern::io::reactors(*backend),
                          .idle_poll = idle_poll});
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
                 std::string(tern::io::to_string(tern::io::current_backend())).c_str(),
                 admin_text->c_str());
     std::fflush(stdout);
-    tern::tools::wait_for_stop_signal();
+    (void)tern::io::wait_for_stop_signal();
     const std::size_t cut = server.stop(tern::deadline_after(1s));
     admin.stop();
     const tern::rpc::ServerStats stats = server.stats();
