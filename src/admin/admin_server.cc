@@ -126,8 +126,8 @@ void serve_runtime_admin_hook(const RuntimeOptions& options) {
   AdminServer server;
   Result<Address> bound = server.start(*address);
   if (!bound) {
-    TERN_LOG_ERROR("admin endpoint not started: cannot listen on {}: {}", address->to_string(),
-                   bound.error().message());
+    // The message names the step and the address ("bind 127.0.0.1:9100: Address already in use").
+    TERN_LOG_ERROR("admin endpoint not started: {}", bound.error().message());
     return;
   }
   TERN_LOG_INFO("admin endpoint on http://{}/ (/metrics, /status)", bound->to_string());

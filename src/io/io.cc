@@ -27,28 +27,41 @@ detail::Reactor& reactor(const char* operation) {
   return *current;
 }
 
+// A wait that ended at its deadline reads as one ("deadline exceeded", still equal to
+// std::errc::timed_out); the kernel's own ETIMEDOUT (system_category) stays as it is.
+template <typename T>
+Result<T> named_deadline(Result<T> result) {
+  if (!result && result.error() == std::make_error_code(std::errc::timed_out))
+    return fail(deadline_exceeded());
+  return result;
+}
+
 }  // namespace
 
 Result<std::size_t> read(int fd, std::span<std::byte> buf, Deadline deadline) {
-  Result<std::size_t> n = reactor("read").read(fd, buf.data(), buf.size(), deadline);
+  Result<std::size_t> n =
+      named_deadline(reactor("read").read(fd, buf.data(), buf.size(), deadline));
   if (n) bytes_read.add(*n);
   return n;
 }
 
 Result<std::size_t> write(int fd, std::span<const std::byte> buf, Deadline deadline) {
-  Result<std::size_t> n = reactor("write").write(fd, buf.data(), buf.size(), deadline);
+  Result<std::size_t> n =
+      named_deadline(reactor("write").write(fd, buf.data(), buf.size(), deadline));
   if (n) bytes_written.add(*n);
   return n;
 }
 
 Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags, Deadline deadline) {
-  Result<std::size_t> n = reactor("recv").recv(fd, buf.data(), buf.size(), flags, deadline);
+  Result<std::size_t> n =
+      named_deadline(reactor("recv").recv(fd, buf.data(), buf.size(), flags, deadline));
   if (n) bytes_read.add(*n);
   return n;
 }
 
 Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags, Deadline deadline) {
-  Result<std::size_t> n = reactor("send").send(fd, buf.data(), buf.size(), flags, deadline);
+  Result<std::size_t> n =
+      named_deadline(reactor("send").send(fd, buf.data(), buf.size(), flags, deadline));
   if (n) bytes_written.add(*n);
   return n;
 }
@@ -66,31 +79,31 @@ Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept {
 }
 
 Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) {
-  Result<std::size_t> n = reactor("recvmsg").recvmsg(fd, message, flags, deadline);
+  Result<std::size_t> n = named_deadline(reactor("recvmsg").recvmsg(fd, message, flags, deadline));
   if (n) bytes_read.add(*n);
   return n;
 }
 
 Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags, Deadline deadline) {
-  Result<std::size_t> n = reactor("sendmsg").sendmsg(fd, message, flags, deadline);
+  Result<std::size_t> n = named_deadline(reactor("sendmsg").sendmsg(fd, message, flags, deadline));
   if (n) bytes_written.add(*n);
   return n;
 }
 
 Result<int> accept(int fd, sockaddr* peer, socklen_t* peer_length, Deadline deadline) {
-  return reactor("accept").accept(fd, peer, peer_length, deadline);
+  return named_deadline(reactor("accept").accept(fd, peer, peer_length, deadline));
 }
 
 Result<void> connect(int fd, const sockaddr* address, socklen_t length, Deadline deadline) {
-  return reactor("connect").connect(fd, address, length, deadline);
+  return named_deadline(reactor("connect").connect(fd, address, length, deadline));
 }
 
 Result<void> wait_readable(int fd, Deadline deadline) {
-  return reactor("wait_readable").wait_ready(fd, false, deadline);
+  return named_deadline(reactor("wait_readable").wait_ready(fd, false, deadline));
 }
 
 Result<void> wait_writable(int fd, Deadline deadline) {
-  return reactor("wait_writable").wait_ready(fd, true, deadline);
+  return named_deadline(reactor("wait_writable").wait_ready(fd, true, deadline));
 }
 
 void close(int fd) noexcept {

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/un.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstddef>
 #include <cstring>
@@ -24,12 +25,28 @@ std::string cat(const Pieces&... pieces) {
   return text;
 }
 
-// Fails a parse of `input`, explaining why in *why (when given) as "'input': problem".
+// Fails a parse of `input` with invalid_argument, explaining why in *why as "'input': problem".
 template <typename... Problem>
 Result<Address> reject(std::string* why, std::string_view input, const Problem&... problem) {
-  if (why != nullptr) *why = cat("'", input, "': ", problem...);
+  *why = cat("'", input, "': ", problem...);
   return fail(std::errc::invalid_argument);
 }
+
+// Address::parse's failure as the caller sees it: invalid_argument whose message is the
+// explanation (also in *why, when given).
+std::error_code not_an_address(std::string explanation, std::string* why) {
+  std::error_code code =
+      with_explanation(std::make_error_code(std::errc::invalid_argument), explanation);
+  if (why != nullptr) *why = std::move(explanation);
+  return code;
+}
+
+// getaddrinfo's failures (EAI_*), with gai_strerror's text.
+class ResolveCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "tern.resolve"; }
+  std::string message(int value) const override { return ::gai_strerror(value); }
+};
 
 // Parses a decimal port 0..65535.
 bool parse_port(std::string_view text, std::uint16_t* port) {
@@ -61,6 +78,8 @@ bool split_host_port(std::string_view text, std::string_view* host, std::string_
   return host->find(':') == std::string_view::npos;  // bare IPv6 needs brackets
 }
 
+Result<Address> parse_numeric(std::string_view text, std::string* why);
+
 }  // namespace
 
 Address::Address(const sockaddr* address, socklen_t length) noexcept {
@@ -70,6 +89,17 @@ Address::Address(const sockaddr* address, socklen_t length) noexcept {
 }
 
 Result<Address> Address::parse(std::string_view text, std::string* why) {
+  std::string explanation;
+  Result<Address> address = parse_numeric(text, &explanation);
+  if (!address) return fail(not_an_address(std::move(explanation), why));
+  return address;
+}
+
+namespace {
+
+// Address::parse without the error's message: *why gets the explanation. Also the first step of
+// resolve(), where a host name is no failure.
+Result<Address> parse_numeric(std::string_view text, std::string* why) {
   const std::string original(text);
   if (text.starts_with("unix:")) {
     std::string_view path = text.substr(5);
@@ -100,6 +130,8 @@ Result<Address> Address::parse(std::string_view text, std::string* why) {
   if (!split_host_port(text, &host, &port_text, &bracketed)) {
     if (!text.starts_with('[') && text.find(':') != text.rfind(':'))
       return reject(why, original, "an IPv6 address needs brackets, as in [::1]:80");
+    const bool no_port = text.starts_with('[') ? text.ends_with(']') : !text.empty();
+    if (no_port) return reject(why, original, "missing port (expected host:port or [ipv6]:port)");
     return reject(why, original, "expected host:port, [ipv6]:port or unix:/path");
   }
   std::uint16_t port = 0;
@@ -125,6 +157,8 @@ Result<Address> Address::parse(std::string_view text, std::string* why) {
   }
   return Address(reinterpret_cast<sockaddr*>(&in), sizeof in);
 }
+
+}  // namespace
 
 Address Address::loopback(std::uint16_t port) noexcept {
   sockaddr_in in = {};
@@ -194,24 +228,27 @@ bool operator==(const Address& a, const Address& b) noexcept {
 }
 
 Result<std::vector<Address>> resolve(std::string_view host_port, std::string* why) {
-  std::string ignored;
-  if (Result<Address> numeric = Address::parse(host_port, &ignored))
-    return std::vector<Address>{*numeric};
+  std::string parse_why;
+  Result<Address> numeric = parse_numeric(host_port, &parse_why);
+  if (numeric) return std::vector<Address>{*numeric};
+  // Only host:port with a valid port and a host that is not an IP address goes to the
+  // resolver; any other text is not an address, for the reason parse() gave.
   std::string_view text = host_port;
   if (text.starts_with("tcp://")) text.remove_prefix(6);
   std::string_view host;
   std::string_view port_text;
   bool bracketed = false;
   std::uint16_t port = 0;
-  if (!split_host_port(text, &host, &port_text, &bracketed) || host.empty() ||
+  if (text.starts_with("unix:") || text.find("://") != std::string_view::npos ||
+      !split_host_port(text, &host, &port_text, &bracketed) || bracketed || host.empty() ||
       !parse_port(port_text, &port)) {
-    if (why != nullptr) *why = cat("'", host_port, "': expected host:port");
-    return fail(std::errc::invalid_argument);
+    return fail(not_an_address(std::move(parse_why), why));
   }
   const std::string host_string(host);
   const std::string port_string(port_text);
   struct Lookup {
     int rc = 0;
+    int error = 0;  // errno, for EAI_SYSTEM
     std::vector<Address> found;
   };
   Lookup lookup = io::offload([&] {
@@ -221,17 +258,25 @@ Result<std::vector<Address>> resolve(std::string_view host_port, std::string* wh
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* list = nullptr;
     out.rc = ::getaddrinfo(host_string.c_str(), port_string.c_str(), &hints, &list);
+    out.error = errno;
     for (addrinfo* ai = list; out.rc == 0 && ai != nullptr; ai = ai->ai_next)
       out.found.emplace_back(ai->ai_addr, ai->ai_addrlen);
     if (list != nullptr) ::freeaddrinfo(list);
     return out;
   });
-  if (lookup.rc != 0 || lookup.found.empty()) {
-    if (why != nullptr)
-      *why = cat("cannot resolve '", host_string, "': ", ::gai_strerror(lookup.rc));
-    return fail(std::errc::host_unreachable);
-  }
-  return lookup.found;
+  if (lookup.rc == 0 && !lookup.found.empty()) return lookup.found;
+  const std::error_code cause =
+      lookup.rc == EAI_SYSTEM
+          ? std::error_code(lookup.error, std::system_category())
+          : std::error_code(lookup.rc != 0 ? lookup.rc : EAI_NONAME, resolve_category());
+  const std::error_code error = with_context(cause, cat("resolve ", host_string));
+  if (why != nullptr) *why = error.message();
+  return fail(error);
+}
+
+const std::error_category& resolve_category() noexcept {
+  static const ResolveCategory category;
+  return category;
 }
 
 }  // namespace tern::net

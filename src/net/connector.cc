@@ -45,7 +45,7 @@ Result<TcpStream> Connector::connect(Deadline deadline) {
                                                   backoff_ * options_.multiplier));
     // No point waiting for a retry that could not start before the deadline.
     if (deadline != kNoDeadline && Clock::now() + wait >= deadline)
-      return fail(std::errc::timed_out);
+      return fail(with_context(deadline_exceeded(), "connect " + target_));
     if (Result<void> slept = this_fiber::sleep_for(wait); !slept) return fail(slept.error());
   }
 }

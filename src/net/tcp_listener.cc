@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <string>
+#include <string_view>
 
 #include "net_log.h"
 #include "tern/io/io.h"
@@ -24,21 +27,28 @@ Socket open_reserve() { return Socket(::open("/dev/null", O_RDONLY | O_CLOEXEC))
 }  // namespace
 
 Result<TcpListener> TcpListener::bind(const Address& address, const ListenOptions& options) {
+  // Each failure names its step and the address: "bind 127.0.0.1:80: Address already in use".
+  const auto failed = [&](std::string_view step, std::error_code error) {
+    std::string context(step);
+    context.append(" ").append(address.to_string());
+    return fail(with_context(error, context));
+  };
   Result<Socket> socket = Socket::open(address.family(), SOCK_STREAM);
-  if (!socket) return fail(socket.error());
+  if (!socket) return failed("socket for", socket.error());
   if (address.is_ip()) {
     if (options.reuse_address) {
       if (Result<void> r = socket->set_option(SOL_SOCKET, SO_REUSEADDR, 1); !r)
-        return fail(r.error());
+        return failed("SO_REUSEADDR on", r.error());
     }
     if (options.reuse_port) {
       if (Result<void> r = socket->set_option(SOL_SOCKET, SO_REUSEPORT, 1); !r)
-        return fail(r.error());
+        return failed("SO_REUSEPORT on", r.error());
     }
   }
-  if (::bind(socket->fd(), address.data(), address.length()) != 0 ||
-      ::listen(socket->fd(), options.backlog) != 0)
-    return fail(std::error_code(errno, std::system_category()));
+  if (::bind(socket->fd(), address.data(), address.length()) != 0)
+    return failed("bind", std::error_code(errno, std::system_category()));
+  if (::listen(socket->fd(), options.backlog) != 0)
+    return failed("listen on", std::error_code(errno, std::system_category()));
   TcpListener listener;
   listener.socket_ = std::move(*socket);
   listener.reserve_ = open_reserve();

@@ -13,19 +13,21 @@
 namespace tern::net {
 
 Result<TcpStream> TcpStream::connect(const Address& address, Deadline deadline) {
+  // Failures name the address: "connect 127.0.0.1:1: Connection refused".
   Result<Socket> socket = Socket::open(address.family(), SOCK_STREAM);
-  if (!socket) return fail(socket.error());
+  if (!socket) return fail(with_context(socket.error(), "socket for " + address.to_string()));
   if (Result<void> connected =
           io::connect(socket->fd(), address.data(), address.length(), deadline);
       !connected)
-    return fail(connected.error());
+    return fail(with_context(connected.error(), "connect " + address.to_string()));
   return TcpStream(std::move(*socket));
 }
 
 Result<TcpStream> TcpStream::connect(std::string_view host_port, Deadline deadline) {
+  // Text that is not an address and names that do not resolve fail with resolve()'s error.
   Result<std::vector<Address>> addresses = resolve(host_port);
   if (!addresses) return fail(addresses.error());
-  std::error_code last = std::make_error_code(std::errc::host_unreachable);
+  std::error_code last;
   for (const Address& address : *addresses) {
     Result<TcpStream> stream = connect(address, deadline);
     if (stream) return stream;

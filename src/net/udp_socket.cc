@@ -1,14 +1,19 @@
 #include "tern/net/udp_socket.h"
 
+#include <cerrno>
+#include <string>
+
 #include "tern/io/io.h"
 
 namespace tern::net {
 
 Result<UdpSocket> UdpSocket::bind(const Address& address) {
   Result<Socket> socket = Socket::open(address.family(), SOCK_DGRAM);
-  if (!socket) return fail(socket.error());
-  if (::bind(socket->fd(), address.data(), address.length()) != 0)
-    return fail(std::error_code(errno, std::system_category()));
+  if (!socket) return fail(with_context(socket.error(), "socket for " + address.to_string()));
+  if (::bind(socket->fd(), address.data(), address.length()) != 0) {
+    return fail(with_context(std::error_code(errno, std::system_category()),
+                             "bind " + address.to_string()));
+  }
   UdpSocket udp;
   udp.socket_ = std::move(*socket);
   return udp;

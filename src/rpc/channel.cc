@@ -22,30 +22,20 @@ std::string_view trim(std::string_view text) noexcept {
 }
 
 // The addresses `target` names: a numeric address as is, a name (with or without dns://) as
-// everything it resolves to.
+// everything it resolves to. Text that is not an address fails invalid_argument with
+// Address::parse's explanation; a name that does not resolve (now) fails unavailable with the
+// resolver's text.
 Result<std::vector<net::Address>> addresses_of(std::string_view target) {
   constexpr std::string_view kDns = "dns://";
-  const bool dns = target.starts_with(kDns);
-  if (dns) target.remove_prefix(kDns.size());
-  std::string why;
-  if (!dns) {
-    if (tern::Result<net::Address> numeric = net::Address::parse(target, &why)) {
-      return std::vector<net::Address>{*numeric};
-    }
-    if (target.starts_with("unix:") || target.find(':') == std::string_view::npos) {
-      return std::unexpected(
-          Status(StatusCode::invalid_argument, fmt::format("bad target '{}': {}", target, why)));
-    }
+  if (target.starts_with(kDns)) target.remove_prefix(kDns.size());
+  tern::Result<std::vector<net::Address>> found = net::resolve(target);
+  if (found) return std::move(*found);
+  if (found.error() == std::errc::invalid_argument) {
+    // The explanation quotes the target: "bad target '1.2.3.4:99999': port '99999' is ...".
+    return std::unexpected(
+        Status(StatusCode::invalid_argument, "bad target " + found.error().message()));
   }
-  tern::Result<std::vector<net::Address>> found = net::resolve(target, &why);
-  if (!found || found->empty()) {
-    return std::unexpected(Status(
-        StatusCode::unavailable,
-        fmt::format(
-            "cannot resolve '{}': {}", target,
-            why.empty() ? (found ? std::string("no addresses") : found.error().message()) : why)));
-  }
-  return std::move(*found);
+  return std::unexpected(Status(StatusCode::unavailable, found.error().message()));
 }
 
 }  // namespace

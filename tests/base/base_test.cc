@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -87,6 +88,43 @@ TEST(Result, CarriesValueOrError) {
   tern::Result<int> bad = tern::fail(std::errc::timed_out);
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error(), std::errc::timed_out);
+}
+
+TEST(Result, ADeadlinePrintsAsOneAndComparesAsTimedOut) {
+  const std::error_code deadline = tern::deadline_exceeded();
+  EXPECT_EQ(deadline.message(), "deadline exceeded");
+  EXPECT_EQ(deadline, std::errc::timed_out);
+  EXPECT_EQ(deadline.value(), ETIMEDOUT);
+  EXPECT_NE(deadline, std::errc::operation_canceled);
+  EXPECT_EQ(deadline, tern::deadline_exceeded());
+}
+
+TEST(Result, ContextGoesInFrontOfTheMessageAndKeepsComparisons) {
+  const std::error_code in_use(EADDRINUSE, std::system_category());
+  const std::error_code bound = tern::with_context(in_use, "bind 127.0.0.1:8080");
+  EXPECT_EQ(bound.message(), "bind 127.0.0.1:8080: Address already in use");
+  EXPECT_EQ(bound, std::errc::address_in_use);
+  EXPECT_NE(bound, std::errc::connection_refused);
+  EXPECT_EQ(bound.value(), EADDRINUSE);
+  EXPECT_EQ(tern::without_context(bound), in_use);
+  // The same context gives the same code; another context, another one.
+  EXPECT_EQ(tern::with_context(in_use, "bind 127.0.0.1:8080"), bound);
+  EXPECT_NE(tern::with_context(in_use, "bind 127.0.0.1:8081"), bound);
+  // Contexts nest, and a deadline keeps its condition under one.
+  EXPECT_EQ(tern::with_context(bound, "start").message(),
+            "start: bind 127.0.0.1:8080: Address already in use");
+  EXPECT_EQ(tern::without_context(tern::with_context(bound, "start")), in_use);
+  const std::error_code late = tern::with_context(tern::deadline_exceeded(), "connect 10.0.0.1:80");
+  EXPECT_EQ(late.message(), "connect 10.0.0.1:80: deadline exceeded");
+  EXPECT_EQ(late, std::errc::timed_out);
+  // An explanation replaces the message.
+  const std::error_code bad = tern::with_explanation(
+      std::make_error_code(std::errc::invalid_argument), "'x': missing port");
+  EXPECT_EQ(bad.message(), "'x': missing port");
+  EXPECT_EQ(bad, std::errc::invalid_argument);
+  // tern::Errc codes compare as codes, so they are left as they are; no error stays no error.
+  EXPECT_EQ(tern::with_context(tern::Errc::eof, "read"), tern::Errc::eof);
+  EXPECT_FALSE(tern::with_context(std::error_code(), "nothing"));
 }
 
 TEST(Result, TernErrorCodesHaveTheirOwnCategory) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -244,6 +245,8 @@ TEST(Deadline, ReadTimesOutAndLosesNothing) {
     tern::Result<std::size_t> n = tern::io::read(pair.fds[1], buf, tern::Clock::now() + 20ms);
     ASSERT_FALSE(n);
     EXPECT_EQ(n.error(), std::errc::timed_out);
+    EXPECT_EQ(n.error().message(), "deadline exceeded");
+    EXPECT_EQ(n.error().value(), ETIMEDOUT);
     EXPECT_GE(tern::Clock::now() - start, 20ms);
     ASSERT_TRUE(tern::io::write(pair.fds[0], bytes_of("after")));
     n = tern::io::read(pair.fds[1], buf, tern::Clock::now() + 30s);
@@ -272,12 +275,51 @@ TEST(Deadline, ConnectToAnUnroutableAddressTimesOut) {
                                                        sizeof address, tern::Clock::now() + 50ms);
       if (!connected) {
         EXPECT_EQ(connected.error(), std::errc::timed_out) << connected.error().message();
+        EXPECT_EQ(connected.error().message(), "deadline exceeded");
         timed_out = true;
       }
     }
     EXPECT_TRUE(timed_out) << "some connect beyond the backlog should have timed out";
     for (int fd : clients) tern::io::close(fd);
     tern::io::close(listener);
+  });
+}
+
+TEST(Deadline, WritesAndAcceptsSayTheirDeadlinePassed) {
+  on_workers(1, [] {
+    SocketPair pair;
+    const std::vector<std::byte> chunk(64 * 1024, std::byte{'w'});
+    tern::Result<std::size_t> n;
+    do {  // fills the socket buffer until a write waits past its deadline
+      n = tern::io::write(pair.fds[0], chunk, tern::Clock::now() + 10ms);
+    } while (n);
+    EXPECT_EQ(n.error(), std::errc::timed_out);
+    EXPECT_EQ(n.error().message(), "deadline exceeded");
+
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ASSERT_EQ(::listen(listener, 1), 0);
+    tern::Result<int> accepted =
+        tern::io::accept(listener, nullptr, nullptr, tern::Clock::now() + 10ms);
+    ASSERT_FALSE(accepted);
+    EXPECT_EQ(accepted.error(), std::errc::timed_out);
+    EXPECT_EQ(accepted.error().message(), "deadline exceeded");
+    tern::io::close(listener);
+  });
+}
+
+TEST(Deadline, ADeadlineThatAlreadyPassedFailsAtOnceTheSameWay) {
+  on_workers(1, [] {
+    SocketPair pair;
+    std::array<std::byte, 4> buf;
+    tern::Result<std::size_t> n = tern::io::recv(pair.fds[1], buf, 0, tern::Clock::now() - 1s);
+    ASSERT_FALSE(n);
+    EXPECT_EQ(n.error(), std::errc::timed_out);
+    EXPECT_EQ(n.error().message(), "deadline exceeded");
+    EXPECT_EQ(n.error(), tern::deadline_exceeded());
   });
 }
 
@@ -446,6 +488,7 @@ TEST(WaitReady, ReportsReadabilityAndWritability) {
     tern::Result<void> early = tern::io::wait_readable(pair.fds[1], tern::Clock::now() + 10ms);
     ASSERT_FALSE(early);
     EXPECT_EQ(early.error(), std::errc::timed_out);
+    EXPECT_EQ(early.error().message(), "deadline exceeded");
     ASSERT_TRUE(tern::io::write(pair.fds[0], bytes_of("x")));
     ASSERT_TRUE(tern::io::wait_readable(pair.fds[1], tern::Clock::now() + 30s));
   });

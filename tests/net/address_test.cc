@@ -294,6 +294,22 @@ TEST(AddressResolve, NumericFormsNeedNoLookup) {
   });
 }
 
+TEST(AddressResolve, ResolverFailuresCompareAsResolveErrors) {
+  const std::error_code no_name(EAI_NONAME, tern::net::resolve_category());
+  EXPECT_EQ(no_name, tern::net::ResolveError::host_not_found);
+  EXPECT_EQ(tern::with_context(no_name, "resolve x"), tern::net::ResolveError::host_not_found);
+  EXPECT_NE(no_name, tern::net::ResolveError::try_again);
+  EXPECT_EQ(no_name.message(), ::gai_strerror(EAI_NONAME));
+  EXPECT_STREQ(no_name.category().name(), "tern.resolve");
+}
+
+TEST(AddressParse, TheErrorCarriesTheExplanation) {
+  tern::Result<Address> bad = Address::parse("127.0.0.1");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error(), std::errc::invalid_argument);
+  EXPECT_EQ(bad.error().message(), "'127.0.0.1': missing port (expected host:port or [ipv6]:port)");
+}
+
 TEST(AddressResolve, GarbageFailsWithAMessage) {
   run_on(1, [] {
     // Not even host:port.
@@ -308,14 +324,19 @@ TEST(AddressResolve, GarbageFailsWithAMessage) {
     found = tern::net::resolve("localhost:99999", &why);
     ASSERT_FALSE(found);
     EXPECT_EQ(found.error(), std::errc::invalid_argument);
-    EXPECT_FALSE(why.empty());
+    EXPECT_EQ(why, "'localhost:99999': port '99999' is not a number from 0 to 65535");
+    EXPECT_EQ(found.error().message(), why) << "the error says the same";
 
-    // A name the resolver rejects without asking a DNS server (an empty label).
+    // A name the resolver rejects without asking a DNS server (an empty label): a resolver
+    // failure, in getaddrinfo's words, equal to no std::errc.
     why.clear();
     found = tern::net::resolve("no..such..host:80", &why);
     ASSERT_FALSE(found);
-    EXPECT_EQ(found.error(), std::errc::host_unreachable);
-    EXPECT_NE(why.find("cannot resolve 'no..such..host'"), std::string::npos) << why;
+    EXPECT_EQ(tern::without_context(found.error()).category(), tern::net::resolve_category());
+    EXPECT_NE(found.error(), std::errc::host_unreachable);
+    EXPECT_EQ(found.error().message(),
+              std::string("resolve no..such..host: ") + ::gai_strerror(found.error().value()));
+    EXPECT_EQ(why, found.error().message());
   });
 }
 

@@ -99,16 +99,18 @@ TEST(Connector, OtherMultipliersGrowTheBackoffToo) {
 
 TEST(Connector, RetriesUntilTheDeadline) {
   run_on(1, [] {
-    Connector connector(loopback_target(unused_port()), {.initial_backoff = 10ms,
-                                                         .max_backoff = 40ms,
-                                                         .multiplier = 2.0,
-                                                         .jitter = 0.2,
-                                                         .attempt_timeout = 1s});
+    const std::string target = loopback_target(unused_port());
+    Connector connector(target, {.initial_backoff = 10ms,
+                                 .max_backoff = 40ms,
+                                 .multiplier = 2.0,
+                                 .jitter = 0.2,
+                                 .attempt_timeout = 1s});
     const auto start = Clock::now();
     tern::Result<TcpStream> stream = connector.connect(Clock::now() + 500ms);
     const auto elapsed = Clock::now() - start;
     ASSERT_FALSE(stream);
     EXPECT_EQ(stream.error(), std::errc::timed_out) << stream.error().message();
+    EXPECT_EQ(stream.error().message(), "connect " + target + ": deadline exceeded");
     // It gives up early only when the next wait would pass the deadline (at most 48 ms).
     EXPECT_GE(elapsed, 500ms - 48ms);
     EXPECT_GE(connector.failures(), 3u);

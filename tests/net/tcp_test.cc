@@ -1100,4 +1100,90 @@ TEST(TcpListener, OutOfDescriptorsShedsPendingConnectionsAndRecovers) {
   });
 }
 
+// ---- error messages: each names the operation and the address, and compares as before ----
+
+TEST(Errors, BindingAnAddressInUseNamesIt) {
+  run_on(1, [] {
+    tern::Result<TcpListener> first = TcpListener::bind(Address::loopback(0));
+    ASSERT_TRUE(first) << first.error().message();
+    const Address taken = *first->local_address();
+    tern::Result<TcpListener> second = TcpListener::bind(taken);
+    ASSERT_FALSE(second);
+    EXPECT_EQ(second.error(), std::errc::address_in_use);
+    EXPECT_EQ(second.error().value(), EADDRINUSE);
+    EXPECT_EQ(second.error().message(), "bind " + taken.to_string() + ": Address already in use");
+    // Without the context it is the plain errno code.
+    EXPECT_EQ(tern::without_context(second.error()),
+              std::error_code(EADDRINUSE, std::system_category()));
+
+    tern::Result<UdpSocket> udp = UdpSocket::bind(Address::loopback(0));
+    ASSERT_TRUE(udp);
+    const Address udp_taken = *udp->local_address();
+    tern::Result<UdpSocket> again = UdpSocket::bind(udp_taken);
+    ASSERT_FALSE(again);
+    EXPECT_EQ(again.error(), std::errc::address_in_use);
+    EXPECT_EQ(again.error().message(),
+              "bind " + udp_taken.to_string() + ": Address already in use");
+  });
+}
+
+TEST(Errors, ARefusedConnectNamesTheAddress) {
+  run_on(1, [] {
+    const Address nobody = Address::loopback(unused_port());
+    const auto check = [&](const tern::Result<TcpStream>& client) {
+      ASSERT_FALSE(client);
+      EXPECT_EQ(client.error(), std::errc::connection_refused);
+      EXPECT_EQ(client.error().message(), "connect " + nobody.to_string() + ": Connection refused");
+    };
+    check(TcpStream::connect(nobody, patience()));
+    check(TcpStream::connect(nobody.to_string(), patience()));
+  });
+}
+
+TEST(Errors, TextThatIsNotAnAddressSaysWhy) {
+  run_on(1, [] {
+    tern::Result<TcpStream> client = TcpStream::connect("127.0.0.1", patience());
+    ASSERT_FALSE(client);
+    EXPECT_EQ(client.error(), std::errc::invalid_argument);
+    EXPECT_EQ(client.error().message(),
+              "'127.0.0.1': missing port (expected host:port or [ipv6]:port)");
+    client = TcpStream::connect("127.0.0.1:99999", patience());
+    ASSERT_FALSE(client);
+    EXPECT_EQ(client.error(), std::errc::invalid_argument);
+    EXPECT_EQ(client.error().message(),
+              "'127.0.0.1:99999': port '99999' is not a number from 0 to 65535");
+  });
+}
+
+TEST(Errors, ANameThatDoesNotResolveReadsAsAResolverFailure) {
+  run_on(1, [] {
+    // The resolver rejects an empty label without asking a DNS server.
+    tern::Result<TcpStream> client = TcpStream::connect("no..such..host:80", patience());
+    ASSERT_FALSE(client);
+    const std::error_code error = client.error();
+    EXPECT_EQ(tern::without_context(error).category(), tern::net::resolve_category());
+    EXPECT_EQ(error.message(),
+              std::string("resolve no..such..host: ") + ::gai_strerror(error.value()));
+    EXPECT_NE(error, std::errc::host_unreachable);
+    EXPECT_EQ(error.message().find("route"), std::string::npos) << error.message();
+  });
+}
+
+TEST(Errors, AReadPastItsDeadlineSaysSo) {
+  run_on(1, [] {
+    tern::Result<tern_test::Connected> pair = tern_test::connect_loopback();
+    ASSERT_TRUE(pair) << pair.error().message();
+    std::array<std::byte, 8> buf;
+    tern::Result<std::size_t> n = pair->client.read(buf, tern::deadline_after(10ms));
+    ASSERT_FALSE(n);
+    EXPECT_EQ(n.error(), std::errc::timed_out);
+    EXPECT_EQ(n.error().message(), "deadline exceeded");
+    pair->client.set_timeout(10ms);
+    tern::Result<void> exact = pair->client.read_exact(buf);
+    ASSERT_FALSE(exact);
+    EXPECT_EQ(exact.error(), std::errc::timed_out);
+    EXPECT_EQ(exact.error().message(), "deadline exceeded");
+  });
+}
+
 }  // namespace

@@ -507,4 +507,28 @@ TEST(Rpc, BadTargetsAreRefused) {
   });
 }
 
+// A target that is not an address is the caller's mistake (invalid_argument, with
+// Address::parse's explanation); a name that does not resolve reads as a resolver failure.
+TEST(Rpc, BadTargetsSayWhatIsWrongWithThem) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    auto bad_port = Channel::open("127.0.0.1:99999");
+    ASSERT_FALSE(bad_port);
+    EXPECT_EQ(bad_port.error().code(), StatusCode::invalid_argument);
+    EXPECT_EQ(bad_port.error().message(),
+              "bad target '127.0.0.1:99999': port '99999' is not a number from 0 to 65535");
+    auto no_port = Channel::open("127.0.0.1");
+    ASSERT_FALSE(no_port);
+    EXPECT_EQ(no_port.error().code(), StatusCode::invalid_argument);
+    EXPECT_EQ(no_port.error().message(),
+              "bad target '127.0.0.1': missing port (expected host:port or [ipv6]:port)");
+    // The resolver rejects an empty label without asking a DNS server.
+    auto unresolved = Channel::open("dns://no..such..host:80");
+    ASSERT_FALSE(unresolved);
+    EXPECT_EQ(unresolved.error().code(), StatusCode::unavailable);
+    EXPECT_TRUE(unresolved.error().message().starts_with("resolve no..such..host: "))
+        << unresolved.error().message();
+  });
+}
+
 }  // namespace

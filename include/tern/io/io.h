@@ -10,7 +10,8 @@
 #include "tern/base/result.h"
 
 // Fiber-blocking system calls on the calling worker's reactor. Each parks only the calling fiber
-// until the operation completes, the deadline passes (std::errc::timed_out) or the fiber is
+// until the operation completes, the deadline passes (tern::deadline_exceeded(): "deadline
+// exceeded", equal to std::errc::timed_out) or the fiber is
 // interrupted (std::errc::operation_canceled; Fiber::interrupt cancels an operation in flight).
 // File descriptors must be non-blocking. No data is lost to a timeout: an operation that
 // completed is reported as completed. Worker fibers of a runtime with reactors only.

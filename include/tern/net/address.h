@@ -1,10 +1,12 @@
 #pragma once
 
+#include <netdb.h>
 #include <sys/socket.h>
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "tern/base/clock.h"
@@ -23,7 +25,8 @@ class Address {
   // Parses a numeric address: "1.2.3.4:80", "[::1]:80", "tcp://1.2.3.4:80",
   // "tcp://[::1]:80", "unix:/path/to/socket", "unix:@abstract-name", or ":80" / "*:80"
   // (all IPv4 interfaces). Host names are not resolved here (see resolve()). On failure
-  // returns std::errc::invalid_argument and, if `why` is given, says what is wrong.
+  // returns std::errc::invalid_argument whose message() says what is wrong ("'1.2.3.4': missing
+  // port ..."), also put in *why when given.
   static Result<Address> parse(std::string_view text, std::string* why = nullptr);
   // 127.0.0.1:port.
   static Address loopback(std::uint16_t port) noexcept;
@@ -56,7 +59,31 @@ class Address {
 };
 
 // Resolves "host:port" (or any form parse() takes) to addresses, with getaddrinfo run on the
-// offload pool so the worker keeps running. Worker fibers only.
+// offload pool so the worker keeps running. Text that is not host:port fails as parse() does
+// (invalid_argument, with parse's explanation as the message); a name the resolver cannot
+// resolve fails with a code of resolve_category() whose message names it ("resolve
+// no.such.host: Name or service not known"). `why`, if given, gets the same text as message().
+// Worker fibers only.
 Result<std::vector<Address>> resolve(std::string_view host_port, std::string* why = nullptr);
 
+// The category of getaddrinfo's failures: value() is the EAI_* code, message() is
+// gai_strerror's. Its codes are equivalent to no std::errc; compare with ResolveError. Any
+// thread.
+const std::error_category& resolve_category() noexcept;
+
+// Conditions for comparing resolve() failures: `error == ResolveError::host_not_found`.
+enum class ResolveError {
+  host_not_found = EAI_NONAME,  // no such name (or no address of the asked family)
+  try_again = EAI_AGAIN,        // a temporary failure of the name server
+  failed = EAI_FAIL,            // a permanent failure of the name server
+};
+
+// Makes an error_condition of resolve_category() from a ResolveError. Any thread.
+inline std::error_condition make_error_condition(ResolveError e) noexcept {
+  return {static_cast<int>(e), resolve_category()};
+}
+
 }  // namespace tern::net
+
+template <>
+struct std::is_error_condition_enum<tern::net::ResolveError> : std::true_type {};

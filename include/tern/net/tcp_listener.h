@@ -27,7 +27,8 @@ class TcpListener {
  public:
   TcpListener() noexcept = default;
 
-  // Binds to address (port 0: the kernel picks one; see local_address) and listens.
+  // Binds to address (port 0: the kernel picks one; see local_address) and listens. A failure's
+  // message names the step and the address ("bind 127.0.0.1:80: Address already in use").
   static Result<TcpListener> bind(const Address& address, const ListenOptions& options = {});
 
   // Accepts one connection.

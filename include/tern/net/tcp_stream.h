@@ -15,17 +15,20 @@
 namespace tern::net {
 
 // A connected stream socket (TCP over IPv4/IPv6, or a Unix stream socket) whose calls park the
-// calling fiber, not its worker. Every call takes a deadline (std::errc::timed_out) and is
-// interruptible (operation_canceled). Move-only; use from worker fibers of one worker at a time.
+// calling fiber, not its worker. Every call takes a deadline (tern::deadline_exceeded(), equal
+// to std::errc::timed_out) and is interruptible (operation_canceled). Move-only; use from worker
+// fibers of one worker at a time.
 class TcpStream {
  public:
   TcpStream() noexcept = default;
   // Adopts a connected non-blocking socket.
   explicit TcpStream(Socket socket) noexcept : socket_(std::move(socket)) {}
 
-  // Connects to address.
+  // Connects to address; a failure's message names it ("connect 127.0.0.1:1: Connection
+  // refused").
   static Result<TcpStream> connect(const Address& address, Deadline deadline = kNoDeadline);
-  // Resolves "host:port" (see resolve()) and connects to the first address that accepts.
+  // Resolves "host:port" (see resolve(): text that is not an address and names that do not
+  // resolve fail as it does) and connects to the first address that accepts.
   static Result<TcpStream> connect(std::string_view host_port, Deadline deadline = kNoDeadline);
 
   // Reads what is available, at most buf.size() bytes, waiting until there is something;

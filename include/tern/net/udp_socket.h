@@ -16,7 +16,8 @@ class UdpSocket {
  public:
   UdpSocket() noexcept = default;
 
-  // A socket bound to address (port 0: the kernel picks one).
+  // A socket bound to address (port 0: the kernel picks one); a failure's message names the
+  // address ("bind 127.0.0.1:53: Address already in use").
   static Result<UdpSocket> bind(const Address& address);
 
   // Sends one datagram to `to`.
