@@ -21,7 +21,7 @@ void ConditionVariable::notify_all() noexcept {
 
 Result<void> ConditionVariable::wait_until(std::unique_lock<Mutex>& lock, Deadline deadline) {
   TERN_ASSERT(lock.owns_lock(), "ConditionVariable::wait needs the lock held");
-  detail::FiberControl* self = detail::current_fiber("ConditionVariable::wait");
+  detail::FiberControl* self = detail::current_fiber("tern::ConditionVariable::wait");
   detail::Waiter waiter;
   waiter.fiber = self;
   detail::begin_wait(self);

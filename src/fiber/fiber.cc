@@ -14,12 +14,18 @@ namespace detail {
 
 namespace {
 
+// The calling worker's scheduler, when the caller is one of its fibers; else ends the program
+// naming the public function (`operation`) and what to do instead.
 Scheduler* current_scheduler_or_die(const char* operation) {
   Scheduler* scheduler = Scheduler::current();
-  if (scheduler == nullptr || scheduler->running()->is_main) {
+  if (scheduler == nullptr) {
+    TERN_FATAL("{} called outside a tern::Runtime: call it from a fiber (inside Runtime::run)",
+               operation);
+  }
+  if (scheduler->running()->is_main) {
     TERN_FATAL(
-        "{} called outside a worker fiber; start fibers with Runtime::run, Runtime::post "
-        "or spawn",
+        "{} called on a worker thread outside any fiber: call it from a fiber (spawn or post "
+        "one)",
         operation);
   }
   return scheduler;
@@ -54,7 +60,9 @@ void keep_interrupt(FiberControl* self) noexcept { self->interrupt_requested = t
 
 std::error_code wait_in(SpinLock& guard, WaitList& queue, Waiter& waiter, Deadline deadline,
                         bool interruptible) {
-  if (waiter.fiber == nullptr) waiter.fiber = current_fiber("a blocking tern call");
+  if (waiter.fiber == nullptr)
+    waiter.fiber = current_fiber(
+        "a blocking tern call (a Channel, Event, Semaphore, WaitGroup or Broadcast wait)");
   begin_wait(waiter.fiber);
   queue.push_back(waiter);
   guard.unlock();
@@ -137,7 +145,7 @@ Result<void> Fiber::join_until(Deadline deadline) {
 Result<void> Fiber::join_until(Deadline deadline, bool interruptible) {
   detail::FiberControl* target = control_;
   if (target->state != detail::FiberState::finished) {
-    detail::FiberControl* self = detail::current_fiber("Fiber::join");
+    detail::FiberControl* self = detail::current_fiber("tern::Fiber::join");
     TERN_ASSERT(self != target, "a fiber cannot join itself");
     detail::Waiter waiter;
     waiter.fiber = self;
@@ -170,24 +178,24 @@ std::uint64_t Fiber::id() const {
 
 namespace this_fiber {
 
-std::uint64_t id() noexcept { return detail::current_fiber("this_fiber::id")->id; }
+std::uint64_t id() noexcept { return detail::current_fiber("tern::this_fiber::id")->id; }
 
-std::string_view name() noexcept { return detail::current_fiber("this_fiber::name")->name; }
+std::string_view name() noexcept { return detail::current_fiber("tern::this_fiber::name")->name; }
 
 void set_name(std::string_view name) noexcept {
-  detail::FiberControl* self = detail::current_fiber("this_fiber::set_name");
+  detail::FiberControl* self = detail::current_fiber("tern::this_fiber::set_name");
   const std::size_t length = std::min(name.size(), sizeof self->name - 1);
   std::memcpy(self->name, name.data(), length);
   self->name[length] = '\0';
 }
 
 void yield() noexcept {
-  detail::FiberControl* self = detail::current_fiber("this_fiber::yield");
+  detail::FiberControl* self = detail::current_fiber("tern::this_fiber::yield");
   self->scheduler->yield();
 }
 
 Result<void> sleep_until(Deadline deadline) {
-  detail::FiberControl* self = detail::current_fiber("this_fiber::sleep_until");
+  detail::FiberControl* self = detail::current_fiber("tern::this_fiber::sleep_for/sleep_until");
   detail::begin_wait(self);
   const std::error_code result = detail::wait(self, deadline, true);
   if (result == std::errc::timed_out) return {};
@@ -195,7 +203,7 @@ Result<void> sleep_until(Deadline deadline) {
 }
 
 bool stop_requested() noexcept {
-  detail::FiberControl* self = detail::current_fiber("this_fiber::stop_requested");
+  detail::FiberControl* self = detail::current_fiber("tern::this_fiber::stop_requested");
   return self->interrupt_requested || self->scheduler->stop_requested();
 }
 

@@ -16,7 +16,7 @@ std::size_t new_fiber_local_key() noexcept {
 }
 
 void*& fiber_local_slot(std::size_t key, void (*destroy)(void*)) {
-  FiberControl* self = current_fiber("FiberLocal::get");
+  FiberControl* self = current_fiber("tern::FiberLocal::get");
   if (self->locals == nullptr) self->locals = new FiberLocals();
   FiberLocals& locals = *self->locals;
   if (locals.size() <= key) locals.resize(key + 1, {nullptr, nullptr});

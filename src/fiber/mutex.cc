@@ -21,7 +21,7 @@ bool Mutex::try_lock_until(Deadline deadline) {
     return true;
   }
   detail::Waiter waiter;
-  waiter.fiber = detail::current_fiber("Mutex::lock");
+  waiter.fiber = detail::current_fiber("tern::Mutex::lock");
   detail::wait_in(guard_, waiters_, waiter, deadline, false);
   return waiter.fired;  // fired: unlock() handed the lock over
 }

@@ -270,7 +270,11 @@ Result<void> Runtime::post(std::size_t worker, std::move_only_function<void()> f
 
 Result<void> post(std::size_t worker, std::move_only_function<void()> fn) {
   Runtime* runtime = Runtime::current();
-  TERN_ASSERT(runtime != nullptr, "tern::post called off the workers; use Runtime::post");
+  if (runtime == nullptr) {
+    TERN_FATAL(
+        "tern::post called outside a tern::Runtime: call it from a fiber (inside Runtime::run), "
+        "or use Runtime::post from other threads");
+  }
   return runtime->post(worker, std::move(fn));
 }
 
@@ -278,13 +282,21 @@ namespace this_worker {
 
 std::size_t index() noexcept {
   detail::Scheduler* scheduler = detail::Scheduler::current();
-  TERN_ASSERT(scheduler != nullptr, "this_worker::index called off the workers");
+  if (scheduler == nullptr) {
+    TERN_FATAL(
+        "tern::this_worker::index called outside a tern::Runtime: call it from a fiber (inside "
+        "Runtime::run)");
+  }
   return scheduler->index();
 }
 
 std::size_t count() noexcept {
   detail::Scheduler* scheduler = detail::Scheduler::current();
-  TERN_ASSERT(scheduler != nullptr, "this_worker::count called off the workers");
+  if (scheduler == nullptr) {
+    TERN_FATAL(
+        "tern::this_worker::count called outside a tern::Runtime: call it from a fiber (inside "
+        "Runtime::run)");
+  }
   return scheduler->runtime()->worker_count();
 }
 

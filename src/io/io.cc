@@ -9,6 +9,7 @@
 
 #include "reactor.h"
 #include "tern/base/assert.h"
+#include "tern/fiber/runtime.h"
 #include "tern/prof/counter.h"
 
 namespace tern::io {
@@ -22,7 +23,16 @@ prof::Counter bytes_written("io.bytes_written",
 detail::Reactor& reactor(const char* operation) {
   detail::Reactor* current = detail::Reactor::current();
   if (current == nullptr) {
-    TERN_FATAL("tern::io::{} called outside a worker fiber of a runtime with reactors", operation);
+    if (Runtime::current() == nullptr) {
+      TERN_FATAL(
+          "tern::io::{} called outside a tern::Runtime: call it from a fiber (inside "
+          "Runtime::run)",
+          operation);
+    }
+    TERN_FATAL(
+        "tern::io::{} needs a worker with a reactor, and this runtime's workers have none "
+        "(RuntimeOptions::make_parker made other parkers; use tern::io::reactors)",
+        operation);
   }
   return *current;
 }

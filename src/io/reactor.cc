@@ -119,7 +119,9 @@ std::function<std::unique_ptr<Parker>(std::size_t)> reactors(BackendChoice choic
 Backend current_backend() {
   detail::Reactor* reactor = detail::Reactor::current();
   if (reactor == nullptr) {
-    TERN_FATAL("tern::io::current_backend called off a worker with a reactor");
+    TERN_FATAL(
+        "tern::io::current_backend called outside a worker with a reactor: call it from a fiber "
+        "(inside Runtime::run)");
   }
   return reactor->backend();
 }

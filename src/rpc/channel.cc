@@ -41,6 +41,11 @@ Result<std::vector<net::Address>> addresses_of(std::string_view target) {
 }  // namespace
 
 Result<Channel> Channel::open(std::string_view targets, ChannelOptions options) {
+  if (Runtime::current() == nullptr) {
+    TERN_FATAL(
+        "tern::rpc::Channel::open called outside a tern::Runtime: call it from a fiber (inside "
+        "Runtime::run)");
+  }
   detail::route_protobuf_logs();
   auto impl = std::make_unique<Impl>();
   impl->owner_worker = this_worker::index();

@@ -426,9 +426,41 @@ TEST(ExceptionsDeathTest, EscapingAFiberTerminatesNamingIt) {
                "fiber 'thrower' .* ended with an exception: boom");
 }
 
-TEST(SpawnDeathTest, OutsideAWorkerAbortsWithAMessage) {
+// Calling tern off a runtime ends the program with the public call's name and what to do, and
+// no internal names: one line, then the place of the call in tern.
+constexpr const char* kCallItFromAFiber =
+    " called outside a tern::Runtime: call it from a fiber \\(inside Runtime::run\\)";
+
+TEST(OffRuntimeDeathTest, SpawnSaysWhereToCallIt) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(tern::spawn([] {}).detach(), "tern::spawn called outside a worker fiber");
+  EXPECT_DEATH(tern::spawn([] {}).detach(), std::string("tern: tern::spawn") + kCallItFromAFiber +
+                                                " \\(src/fiber/fiber\\.cc:[0-9]+\\)\n");
+}
+
+TEST(OffRuntimeDeathTest, SleepAndYieldSayWhereToCallThem) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH((void)tern::this_fiber::sleep_for(std::chrono::milliseconds(1)),
+               std::string("tern: tern::this_fiber::sleep_for/sleep_until") + kCallItFromAFiber);
+  EXPECT_DEATH(tern::this_fiber::yield(),
+               std::string("tern: tern::this_fiber::yield") + kCallItFromAFiber);
+}
+
+TEST(OffRuntimeDeathTest, PostAndThisWorkerSayWhereToCallThem) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH((void)tern::post(0, [] {}),
+               std::string("tern: tern::post") + kCallItFromAFiber +
+                   ", or use Runtime::post from other threads \\(src/fiber/runtime\\.cc:[0-9]+\\)");
+  EXPECT_DEATH((void)tern::this_worker::index(),
+               std::string("tern: tern::this_worker::index") + kCallItFromAFiber);
+}
+
+TEST(OffRuntimeDeathTest, MessagesNameNoInternals) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // The fatal line carries no assertion text ("[failed: ...]") and no path before the place.
+  EXPECT_DEATH(tern::spawn([] {}).detach(),
+               "(^|\n)tern: [^[/\n]*\\(src/fiber/fiber\\.cc:[0-9]+\\)\n");
+  EXPECT_DEATH((void)tern::this_worker::count(),
+               "(^|\n)tern: [^[/\n]*\\(src/fiber/runtime\\.cc:[0-9]+\\)\n");
 }
 
 TEST(FiberDeathTest, DestroyingAJoinableHandleAbortsNamingTheFiber) {

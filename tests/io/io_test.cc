@@ -530,6 +530,20 @@ TEST(Errors, ReadFromABadDescriptorFailsWithItsErrno) {
   });
 }
 
+// Calling tern::io off a runtime ends the program naming the call and what to do instead.
+TEST(OffRuntimeDeathTest, AReadOutsideARuntimeSaysWhereToCallIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto read_off_runtime = [] {
+    SocketPair pair;
+    std::array<std::byte, 4> buf;
+    (void)tern::io::read(pair.fds[1], buf);
+  };
+  EXPECT_DEATH(
+      read_off_runtime(),
+      "tern: tern::io::read called outside a tern::Runtime: call it from a fiber \\(inside "
+      "Runtime::run\\) \\(src/io/io\\.cc:[0-9]+\\)\n");
+}
+
 TEST(Offload, RunsElsewhereAndReturnsTheResult) {
   on_workers(1, [] {
     const std::thread::id worker = std::this_thread::get_id();

@@ -485,6 +485,14 @@ TEST(Rpc, GracefulStopFinishesCallsInFlight) {
   });
 }
 
+// Opening a channel off a runtime ends the program naming the call and what to do instead.
+TEST(RpcDeathTest, OpeningAChannelOutsideARuntimeSaysWhereToDoIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH((void)Channel::open("127.0.0.1:1"),
+               "tern: tern::rpc::Channel::open called outside a tern::Runtime: call it from a "
+               "fiber \\(inside Runtime::run\\)");
+}
+
 TEST(Rpc, BadTargetsAreRefused) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
