@@ -109,6 +109,7 @@ RuntimeEndpoints& runtime_endpoints() {
 // The runtime start hook; worker 0.
 void serve_runtime_admin_hook(const RuntimeOptions& options) {
   std::string text;
+  const bool from_environment = !options.admin_address;
   if (options.admin_address) {
     text = *options.admin_address;
   } else if (const char* value = std::getenv("TERN_ADMIN")) {
@@ -119,8 +120,14 @@ void serve_runtime_admin_hook(const RuntimeOptions& options) {
   std::string why;
   Result<Address> address = Address::parse(text, &why);
   if (!address) {
-    TERN_LOG_ERROR("admin endpoint not started: '{}' is not an address ({})", text,
-                   why.empty() ? address.error().message() : why);
+    // A bad TERN_ADMIN is fatal, as a bad value of every TERN_ variable is (docs/guide.md).
+    if (from_environment) {
+      TERN_FATAL(
+          "TERN_ADMIN='{}' is not valid: expected an address such as 127.0.0.1:9100 or :9100 "
+          "(unset means no admin endpoint): {}",
+          text, why);
+    }
+    TERN_LOG_ERROR("admin endpoint not started: '{}' is not an address ({})", text, why);
     return;
   }
   AdminServer server;

@@ -90,27 +90,25 @@ std::atomic<RuntimeStartHook> start_hooks[kMaxStartHooks] = {};
 std::atomic<std::size_t> start_hook_count{0};
 
 // The duration in the environment variable `name`, parsed by `parse`: zero when it is unset or
-// empty, and when it does not parse (then `complaint` is logged after the name and value).
+// empty. A value that does not parse ends the program, as a bad value of every TERN_ variable
+// does (docs/guide.md, "Environment variables"): the message names the variable, its value and
+// what it accepts.
 template <typename Duration, typename Parse>
-Duration duration_from_environment(const char* name, Parse parse, std::string_view complaint) {
+Duration duration_from_environment(const char* name, Parse parse, std::string_view accepted) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return Duration(0);
   Result<Duration> parsed = parse(value);
-  if (!parsed) {
-    TERN_LOG_WARN("{}={} {}", name, value, complaint);
-    return Duration(0);
-  }
+  if (!parsed) TERN_FATAL("{}='{}' is not valid: expected {}", name, value, accepted);
   return *parsed;
 }
 
-// The profiler interval: the option, else TERN_PROF (read once; a bad value is reported once
-// and leaves the profiler off).
+// The profiler interval: the option, else TERN_PROF (read once; a bad value is fatal).
 std::chrono::nanoseconds prof_interval(const RuntimeOptions& options) {
   if (options.prof_interval) return std::max(*options.prof_interval, std::chrono::milliseconds(0));
   static const std::chrono::milliseconds from_environment = [] {
     const std::chrono::milliseconds interval = duration_from_environment<std::chrono::milliseconds>(
         "TERN_PROF", prof::parse_interval,
-        "is not an interval such as 10s, 500ms or 1m (or 0, off); the profiler stays off");
+        "an interval of at least 1ms such as 10s, 500ms or 1m, or 0 or off (unset means off)");
     if (!TERN_PROF_ENABLED && interval.count() > 0)
       TERN_LOG_WARN("TERN_PROF={} is ignored: tern was built with -DTERN_PROF=OFF",
                     std::getenv("TERN_PROF"));
@@ -120,14 +118,13 @@ std::chrono::nanoseconds prof_interval(const RuntimeOptions& options) {
 }
 
 // How long idle workers poll before they sleep: the option, else TERN_IDLE_POLL (read once; a
-// bad value is reported once and leaves polling off).
+// bad value is fatal).
 std::chrono::nanoseconds idle_poll(const RuntimeOptions& options) {
   if (options.idle_poll) return std::max(*options.idle_poll, std::chrono::microseconds(0));
   static const std::chrono::microseconds from_environment =
       duration_from_environment<std::chrono::microseconds>(
           "TERN_IDLE_POLL", parse_idle_poll,
-          "is not a duration of at most 1s such as 200us or 1ms (or 0, off); idle workers sleep "
-          "at once");
+          "a duration of at most 1s such as 200us or 1ms, or 0 or off (unset means off)");
   return from_environment;
 }
 

@@ -102,7 +102,8 @@ BackendChoice backend_from_environment() {
   if (value == nullptr) return BackendChoice::automatic;
   Result<BackendChoice> choice = parse_backend(value);
   if (!choice) {
-    TERN_LOG_FATAL("TERN_IO={} is not one of epoll, uring, auto", value);
+    TERN_FATAL("TERN_IO='{}' is not valid: expected epoll, uring or auto (unset means auto)",
+               value);
   }
   return *choice;
 }

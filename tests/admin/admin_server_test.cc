@@ -312,6 +312,20 @@ TEST(AdminEndpoint, StartsFromTernAdminAndOnlyWhenAsked) {
   ::unsetenv("TERN_ADMIN");
 }
 
+// A TERN_ADMIN that is not an address ends the program when the runtime starts, as a bad value
+// of every TERN_ variable does, naming it, its value and why it is not an address.
+TEST(AdminEndpointDeathTest, ABadTernAdminIsFatalAndSaysWhy) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        ::setenv("TERN_ADMIN", "localhost", 1);
+        tern::Runtime runtime({.workers = 1});
+        runtime.run([] {});
+      },
+      "tern: TERN_ADMIN='localhost' is not valid: expected an address such as 127.0.0.1:9100 or "
+      ":9100 \\(unset means no admin endpoint\\): 'localhost': missing port");
+}
+
 // A request that must get `status` (and whose response head must contain `contains`).
 struct BadCase {
   std::string name;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -256,6 +257,43 @@ TEST(Shutdown, AFiberThatIgnoresCancellationIsReportedNotLost) {
   const std::string output = testing::internal::GetCapturedStderr();
   EXPECT_TRUE(done.load());
   EXPECT_NE(output.find("waits for 1 fiber(s): 'obstinate'"), std::string::npos) << output;
+}
+
+// A bad value of a TERN_ environment variable ends the program when the first runtime starts,
+// naming the variable, its value and what it accepts (docs/guide.md, "Environment variables").
+TEST(EnvironmentDeathTest, ABadTernProfIsFatalAndSaysWhatItAccepts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        ::setenv("TERN_PROF", "soon", 1);
+        tern::Runtime runtime({.workers = 1});
+        runtime.run([] {});
+      },
+      "tern: TERN_PROF='soon' is not valid: expected an interval of at least 1ms such as 10s, "
+      "500ms or 1m, or 0 or off \\(unset means off\\)");
+}
+
+TEST(EnvironmentDeathTest, ABadTernIdlePollIsFatalAndSaysWhatItAccepts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        ::setenv("TERN_IDLE_POLL", "2s", 1);  // past the 1 s cap
+        tern::Runtime runtime({.workers = 1});
+        runtime.run([] {});
+      },
+      "tern: TERN_IDLE_POLL='2s' is not valid: expected a duration of at most 1s such as 200us "
+      "or 1ms, or 0 or off \\(unset means off\\)");
+}
+
+TEST(Environment, AnOptionSetInCodeWinsOverABadVariable) {
+  // The variables are read only when the option is not set: a runtime that sets both runs.
+  ::setenv("TERN_PROF", "soon", 1);
+  ::setenv("TERN_IDLE_POLL", "forever", 1);
+  tern::Runtime runtime(
+      {.workers = 1, .prof_interval = std::chrono::milliseconds(0), .idle_poll = 0us});
+  EXPECT_EQ(runtime.run([] { return 7; }), 7);
+  ::unsetenv("TERN_PROF");
+  ::unsetenv("TERN_IDLE_POLL");
 }
 
 TEST(RuntimeDeathTest, NestedRunAbortsWithAMessage) {

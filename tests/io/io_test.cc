@@ -79,6 +79,19 @@ TEST(Backend, ParsesNamesAndRejectsOthers) {
   EXPECT_EQ(tern::io::parse_backend("kqueue").error(), std::errc::invalid_argument);
 }
 
+// A bad TERN_IO ends the program at the first runtime, naming the variable, its value and the
+// accepted values, as every TERN_ variable does.
+TEST(EnvironmentDeathTest, ABadTernIoIsFatalAndSaysWhatItAccepts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        ::setenv("TERN_IO", "bogus", 1);
+        on_workers(1, [] {});
+      },
+      "tern: TERN_IO='bogus' is not valid: expected epoll, uring or auto \\(unset means "
+      "auto\\)");
+}
+
 TEST(ReadWrite, MovesBytesBetweenFibers) {
   on_workers(1, [] {
     SocketPair pair;
