@@ -124,10 +124,73 @@ void Channel::start_async(std::move_only_function<void()> body) {
 
 namespace {
 
-// Waits for a ready connection while some endpoint is still making its first attempt.
+bool is_excluded(std::span<detail::Endpoint* const> excluded, const detail::Endpoint* endpoint) {
+  return std::find(excluded.begin(), excluded.end(), endpoint) != excluded.end();
+}
+
+// A wait-for-ready call's wait: until a connection to an endpoint not in `excluded` is ready, the
+// deadline passes (deadline_exceeded), the call is cancelled through `call` or its fiber is
+// interrupted, or the channel closes (cancelled). Connections changing state wake `call.done`.
+detail::ClientConnection* wait_until_ready(Channel::Impl& impl, const ClientContext& context,
+                                           std::span<detail::Endpoint* const> excluded,
+                                           Deadline deadline, detail::PendingCall& call,
+                                           Status& why) {
+  impl.ready_waiters.push_back(&call.done);
+  struct Unregister {
+    Channel::Impl& impl;
+    Event& done;
+    ~Unregister() {
+      std::erase(impl.ready_waiters, &done);
+      done.reset();
+    }
+  } unregister{impl, call.done};
+  for (;;) {
+    call.done.reset();
+    if (detail::ClientConnection* c =
+            detail::pick_connection(impl, context.call_key_hash(), excluded)) {
+      return c;
+    }
+    if (impl.closing) {
+      why = Status(StatusCode::cancelled, "the channel was closed");
+      return nullptr;
+    }
+    if (call.cancelled) {
+      why = Status(StatusCode::cancelled, "the call was cancelled");
+      return nullptr;
+    }
+    tern::Result<void> woken = call.done.wait_until(deadline);
+    if (woken) continue;
+    if (woken.error() != std::errc::timed_out) {
+      why = Status(StatusCode::cancelled, "the calling fiber was interrupted");
+      return nullptr;
+    }
+    std::string last_error;
+    for (auto& endpoint : impl.endpoints) {
+      if (is_excluded(excluded, endpoint.get())) continue;
+      for (auto& c : endpoint->connections) {
+        if (!c->last_error().empty()) last_error = c->last_error();
+      }
+    }
+    why = Status(
+        StatusCode::deadline_exceeded,
+        last_error.empty()
+            ? std::string("no connection became ready before the deadline")
+            : fmt::format("no connection became ready before the deadline ({})", last_error));
+    return nullptr;
+  }
+}
+
+// Waits for a ready connection: a wait-for-ready call until its deadline (while some endpoint is
+// left to try), any other while some endpoint is still making its first attempt.
 detail::ClientConnection* wait_for_connection(Channel::Impl& impl, const ClientContext& context,
                                               std::span<detail::Endpoint* const> excluded,
-                                              Deadline deadline, Status& why) {
+                                              Deadline deadline, detail::PendingCall& call,
+                                              Status& why) {
+  if (context.wait_for_ready() &&
+      std::any_of(impl.endpoints.begin(), impl.endpoints.end(),
+                  [&](const auto& endpoint) { return !is_excluded(excluded, endpoint.get()); })) {
+    return wait_until_ready(impl, context, excluded, deadline, call, why);
+  }
   const Deadline give_up =
       std::min(deadline, deadline_after(impl.options.reconnect.attempt_timeout));
   for (;;) {
@@ -224,24 +287,32 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
       status = Status(StatusCode::cancelled, "the channel was closed");
       break;
     }
-    detail::ClientConnection* connection =
-        wait_for_connection(impl, context, excluded, deadline, status);
-    if (connection == nullptr) break;
-    ++context.attempts_;
-    if (attempt > 0) ++impl.stats.retries;
-    context.peer_ = connection->endpoint().name;
     detail::PendingCall call;
     call.reply = &reply;
     call.context = &context;
+    context.active_ = &call;  // context.cancel() reaches the call from here on
+    detail::ClientConnection* connection =
+        wait_for_connection(impl, context, excluded, deadline, call, status);
+    if (connection != nullptr && call.cancelled) {  // while it waited for the connection
+      connection = nullptr;
+      status = Status(StatusCode::cancelled, "the call was cancelled");
+    }
+    if (connection == nullptr) {
+      context.active_ = nullptr;
+      break;
+    }
+    ++context.attempts_;
+    if (attempt > 0) ++impl.stats.retries;
+    context.peer_ = connection->endpoint().name;
     wire::Metadata& metadata = request_metadata();
     fill_request_metadata(metadata, context, service, method, deadline);
     if (!connection->send(&call, detail::FrameType::request, metadata, request,
                           context.compression())) {
+      context.active_ = nullptr;
       status = Status(StatusCode::unavailable, "the connection closed before the call was sent");
       excluded.push_back(&connection->endpoint());
       continue;
     }
-    context.active_ = &call;
     bool interrupted = false;
     while (!call.finished && !call.cancelled) {
       tern::Result<void> woken = call.done.wait_until(deadline);
@@ -279,7 +350,15 @@ Status Channel::notify(ClientContext& context, std::string_view service, std::st
   ++impl.stats.calls;
   Status status;
   const Deadline deadline = call_deadline(impl, context);
-  detail::ClientConnection* connection = wait_for_connection(impl, context, {}, deadline, status);
+  detail::PendingCall gate;  // context.cancel() ends a wait for a connection through it
+  context.active_ = &gate;
+  detail::ClientConnection* connection =
+      wait_for_connection(impl, context, {}, deadline, gate, status);
+  context.active_ = nullptr;
+  if (connection != nullptr && gate.cancelled) {
+    connection = nullptr;
+    status = Status(StatusCode::cancelled, "the call was cancelled");
+  }
   if (connection == nullptr) {
     ++impl.stats.failed_calls;
     return status;
@@ -297,6 +376,7 @@ Status Channel::notify(ClientContext& context, std::string_view service, std::st
 
 Status Channel::wait_connected(Deadline deadline) {
   for (;;) {
+    if (impl_->closing) return Status(StatusCode::cancelled, "the channel was closed");
     impl_->state_changed.reset();
     if (detail::pick_connection(*impl_, std::nullopt, {}) != nullptr) return Status();
     if (!impl_->state_changed.wait_until(deadline)) {

@@ -56,6 +56,7 @@ void ClientConnection::close(const Status& status) {
 void ClientConnection::set_state(State state) noexcept {
   state_ = state;
   channel_.state_changed.set();
+  for (Event* waiter : channel_.ready_waiters) waiter->set();
 }
 
 std::chrono::milliseconds ClientConnection::jittered(std::chrono::milliseconds backoff) noexcept {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "frame.h"
 #include "frame_reader.h"
@@ -63,6 +64,9 @@ struct Channel::Impl {
   // it without walking the endpoint list.
   detail::ClientConnection* only_connection = nullptr;
   Event state_changed;  // set whenever a connection becomes ready or fails
+  // The events of wait-for-ready calls waiting for a connection; each is set, like
+  // state_changed, whenever a connection changes state (ClientContext::set_wait_for_ready).
+  std::vector<Event*> ready_waiters;
   WaitGroup async_calls;
   ChannelStats stats;
   bool closing = false;

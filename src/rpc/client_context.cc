@@ -16,6 +16,7 @@ ClientContext::ClientContext(const ClientContext& other)
       call_key_hash_(other.call_key_hash_),
       idempotent_(other.idempotent_),
       compress_(other.compress_),
+      wait_for_ready_(other.wait_for_ready_),
       cancelled_(other.cancelled_) {}
 
 ClientContext& ClientContext::operator=(const ClientContext& other) {
@@ -25,6 +26,7 @@ ClientContext& ClientContext::operator=(const ClientContext& other) {
     call_key_hash_ = other.call_key_hash_;
     idempotent_ = other.idempotent_;
     compress_ = other.compress_;
+    wait_for_ready_ = other.wait_for_ready_;
     cancelled_ = other.cancelled_;
     active_ = nullptr;
     reply_metadata_.clear();

@@ -1,6 +1,6 @@
 // tern::rpc end to end over loopback, under the backend named by TERN_IO: unary, async and
 // one-way calls, multiplexing, deadlines and cancellation on both sides, limits, interceptors,
-// compression, load balancing, retries, server restart and graceful shutdown.
+// compression, load balancing, retries, server restart, wait-for-ready and graceful shutdown.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -461,6 +461,75 @@ TEST(Rpc, ServerRestartFailsCallsInFlightThenReconnects) {
     EXPECT_GE(channel->stats().connection_losses, 1u);
     channel->close();
     server->stop(tern::deadline_after(5s));
+  });
+}
+
+// ClientContext::set_wait_for_ready: with no server up, a call without it fails at once with
+// unavailable; with it, a call waits for a connection until its deadline (deadline_exceeded), until
+// it is cancelled (cancelled), or until the server comes up (the call succeeds).
+TEST(Rpc, WaitForReadyCallWaitsForTheServerWithinItsDeadline) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    // A port free a moment ago: a server bound it and stopped.
+    std::uint16_t port = 0;
+    {
+      TestService unused;
+      Server probe;
+      port = start(probe, unused).port();
+      probe.stop(tern::deadline_after(5s));
+    }
+    auto channel = Channel::open(Address::loopback(port).to_string(), quick_options());
+    ASSERT_TRUE(channel);
+    EchoServiceClient client(*channel);
+
+    ClientContext plain;
+    plain.set_timeout(30s);
+    const auto began = tern::Clock::now();
+    auto refused = client.Echo(plain, request("now"));
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code(), StatusCode::unavailable) << refused.error().to_string();
+    EXPECT_LT(tern::Clock::now() - began, 5s);
+
+    ClientContext short_wait;
+    short_wait.set_wait_for_ready();
+    short_wait.set_timeout(100ms);
+    const auto waited_from = tern::Clock::now();
+    auto late = client.Echo(short_wait, request("late"));
+    ASSERT_FALSE(late);
+    EXPECT_EQ(late.error().code(), StatusCode::deadline_exceeded) << late.error().to_string();
+    EXPECT_GE(tern::Clock::now() - waited_from, 100ms);
+
+    ClientContext cancelled;
+    cancelled.set_wait_for_ready();
+    cancelled.set_timeout(30s);
+    auto waiting = client.EchoAsync(cancelled, request("never"));
+    ASSERT_TRUE(eventually([&] { return channel->stats().calls == 3; }));
+    EXPECT_FALSE(waiting.ready());
+    waiting.cancel();
+    auto gave_up = waiting.get();
+    ASSERT_FALSE(gave_up);
+    EXPECT_EQ(gave_up.error().code(), StatusCode::cancelled) << gave_up.error().to_string();
+
+    // The server starts only once the fourth call has been issued and is waiting.
+    TestService service;
+    Server server;
+    tern::Fiber starter = tern::spawn([&] {
+      ASSERT_TRUE(eventually([&] { return channel->stats().calls == 4; }));
+      EXPECT_EQ(service.echoes, 0);
+      start(server, service, port);
+    });
+    ClientContext ready;
+    ready.set_wait_for_ready();
+    ready.set_timeout(30s);
+    auto reply = client.Echo(ready, request("waited"));
+    starter.join();
+    ASSERT_TRUE(reply) << reply.error().to_string();
+    EXPECT_EQ(reply->text(), "waited");
+    EXPECT_EQ(service.echoes, 1);
+    EXPECT_EQ(ready.attempts(), 1u);
+    EXPECT_EQ(channel->stats().failed_calls, 3u);
+    channel->close();
+    server.stop(tern::deadline_after(5s));
   });
 }
 

@@ -88,12 +88,15 @@ class Channel {
 
   // Calls service/method with `request` and waits for the reply, which is parsed into `reply`.
   // Returns ok, or why there is no reply (the server's status, deadline_exceeded, cancelled,
-  // unavailable, ...).
+  // unavailable, ...). With no connection ready it fails with unavailable once the channel's
+  // first connect attempts have failed, or waits for one if the context sets wait_for_ready.
+  // From fibers of the channel's worker.
   Status call(ClientContext& context, std::string_view service, std::string_view method,
               const google::protobuf::MessageLite& request, google::protobuf::MessageLite& reply);
 
   // Sends a one-way call: the server runs the method and sends no reply. Returns once the call
-  // is queued on a connection (unavailable when none is ready).
+  // is queued on a connection (unavailable when none is ready, unless the context sets
+  // wait_for_ready). From fibers of the channel's worker.
   Status notify(ClientContext& context, std::string_view service, std::string_view method,
                 const google::protobuf::MessageLite& request);
 
@@ -134,7 +137,10 @@ class Channel {
     });
   }
 
-  // Waits until at least one connection is ready; unavailable at the deadline.
+  // Waits until at least one connection is ready: ok, or unavailable at the deadline (or when
+  // the fiber is interrupted), cancelled once the channel is closed. For a client that starts
+  // with its server: calls made before a connection is ready fail at once with unavailable unless
+  // their context sets wait_for_ready. From fibers of the channel's worker.
   Status wait_connected(Deadline deadline);
   // Stops reconnecting, fails the calls in flight with cancelled and closes the connections;
   // waits for the asynchronous calls it started. Idempotent.

@@ -21,9 +21,9 @@ class ClientConnection;
 using MetadataEntries = std::vector<std::pair<std::string, std::string>>;
 
 // The settings and the outcome details of one client call: deadline, metadata, load-balancing
-// key, retry and compression choices, cancellation. Make one per call (or reuse it for calls
-// made one after another) on the fiber that calls; cancel() may come from any fiber of the same
-// worker.
+// key, retry, compression and wait-for-ready choices, cancellation. Make one per call (or reuse it
+// for calls made one after another) on the fiber that calls; cancel() may come from any fiber of
+// the same worker.
 class ClientContext {
  public:
   ClientContext() = default;
@@ -58,8 +58,17 @@ class ClientContext {
   void set_compression(bool compress = true) noexcept { compress_ = compress; }
   bool compression() const noexcept { return compress_; }
 
-  // Cancels the call in flight (it returns cancelled, and the server is told) or, if none is in
-  // flight, makes the next call with this context fail with cancelled at once.
+  // Lets the call wait, within its deadline, for a connection when none is ready (the server is
+  // not up yet, or the channel is reconnecting) instead of failing at once with unavailable. A
+  // call whose deadline passes first fails with deadline_exceeded, one cancelled while it waits
+  // (or whose fiber is interrupted) with cancelled. A connection that breaks with the call in
+  // flight still fails it with unavailable.
+  void set_wait_for_ready(bool wait = true) noexcept { wait_for_ready_ = wait; }
+  bool wait_for_ready() const noexcept { return wait_for_ready_; }
+
+  // Cancels the call in flight (it returns cancelled, and the server is told if the request went
+  // out) or, if none is in flight, makes the next call with this context fail with cancelled at
+  // once.
   void cancel() noexcept;
   bool cancelled() const noexcept { return cancelled_; }
 
@@ -80,6 +89,7 @@ class ClientContext {
   std::optional<std::uint64_t> call_key_hash_;
   bool idempotent_ = false;
   bool compress_ = false;
+  bool wait_for_ready_ = false;
   bool cancelled_ = false;
   detail::PendingCall* active_ = nullptr;
   MetadataEntries reply_metadata_;
