@@ -12,6 +12,9 @@
 #   make cross-aarch64  cross-build the aarch64 context switch and run its test under qemu
 #   make fuzz           build the libFuzzer targets (clang 19) and run each for FUZZ_SECONDS (60)
 #   make soak           the reliability soak (docs/reliability.md), SOAK_SECONDS (60) of load each
+#   make install-check  build and install tern as README's "Build and install" says (no tests, no
+#                       tools) into a scratch prefix, then build and run tests/install/consumer
+#                       and examples/rpc against it
 
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
@@ -21,7 +24,7 @@ CLANG_FORMAT ?= clang-format-19
 GENERATOR := -G Ninja
 SOURCES = $(shell git ls-files '*.h' '*.cc' 2>/dev/null)
 
-.PHONY: setup test asan tsan bench soak format format-check cross-aarch64 clean
+.PHONY: setup test asan tsan bench soak install-check format format-check cross-aarch64 clean
 
 setup:
 	@bash scripts/setup
@@ -73,6 +76,22 @@ soak: setup
 	cmake -S . -B $(SOAK_BUILD) $(GENERATOR) $(SOAK_CMAKE)
 	cmake --build $(SOAK_BUILD) -j $(JOBS) --target tern-echo tern-rpc-server tern-bench
 	python3 bench/suite/soak.py --build $(SOAK_BUILD) --seconds $(SOAK_SECONDS)
+
+# make install-check: in a fresh INSTALL_CHECK_BUILD, tern configured, built and installed with
+# README's commands (Release, TERN_BUILD_TESTS=OFF, TERN_BUILD_TOOLS=OFF: the libraries, the
+# examples and protoc-gen-tern only) into INSTALL_CHECK_BUILD/consumers/prefix; then
+# tests/install/run_install_test.cmake (also ctest's install_test) builds tests/install/consumer
+# and examples/rpc against that prefix with find_package(tern) and runs them, kv_server and
+# kv_client against each other on 127.0.0.1.
+INSTALL_CHECK_BUILD ?= build/install-check
+install-check: setup
+	rm -rf $(INSTALL_CHECK_BUILD)
+	cmake -S . -B $(INSTALL_CHECK_BUILD)/tern $(GENERATOR) -DCMAKE_BUILD_TYPE=Release \
+	  -DTERN_BUILD_TESTS=OFF -DTERN_BUILD_TOOLS=OFF
+	cmake --build $(INSTALL_CHECK_BUILD)/tern -j $(JOBS)
+	cmake -DBUILD_DIR=$(INSTALL_CHECK_BUILD)/tern -DSOURCE_DIR=$(CURDIR) \
+	  -DWORK_DIR=$(abspath $(INSTALL_CHECK_BUILD))/consumers -DGENERATOR=Ninja \
+	  -P tests/install/run_install_test.cmake
 
 format: setup
 	$(CLANG_FORMAT) -i $(SOURCES)
