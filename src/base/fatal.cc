@@ -8,6 +8,9 @@
 #include <cstring>
 #include <exception>
 
+#include <fmt/format.h>  // fmt's definitions too, not only core.h's declarations: clang 19 names
+                         // the instantiations libfmt.so exports differently, so they are made here
+
 #include "tern/base/assert.h"
 
 namespace tern {
