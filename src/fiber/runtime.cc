@@ -1,4 +1,5 @@
 #include "tern/fiber/runtime.h"
+#include "tern/base/signal_mask.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -38,39 +39,6 @@ std::size_t usable_cpus() {
   const unsigned hardware = std::thread::hardware_concurrency();
   return hardware > 0 ? hardware : 1;
 }
-
-// Blocks the asynchronous process signals in the calling thread until restore() (or the end of
-// its scope), so that the workers started meanwhile begin with them blocked: a signal sent to the
-// process then goes to the thread that called run() or another thread of the program (or to
-// tern::io::wait_for_stop_signal), never to a worker of tern's. The synchronous signals
-// (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: the stack overflow and crash handlers need them),
-// SIGPIPE, SIGPROF and the real-time signals keep the caller's mask. The same set as the log
-// writer's (src/log/writer.cc) and the offload pool's (src/io/offload.cc).
-class ProcessSignalsBlocked {
- public:
-  ProcessSignalsBlocked() noexcept {
-    sigset_t set;
-    ::sigemptyset(&set);
-    for (const int signal :
-         {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGWINCH, SIGTSTP})
-      ::sigaddset(&set, signal);
-    ::pthread_sigmask(SIG_BLOCK, &set, &previous_);
-  }
-  ~ProcessSignalsBlocked() { restore(); }
-  ProcessSignalsBlocked(const ProcessSignalsBlocked&) = delete;
-  ProcessSignalsBlocked& operator=(const ProcessSignalsBlocked&) = delete;
-
-  // Puts the caller's mask back.
-  void restore() noexcept {
-    if (restored_) return;
-    restored_ = true;
-    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-  }
-
- private:
-  sigset_t previous_;
-  bool restored_ = false;
-};
 
 }  // namespace
 
@@ -205,7 +173,7 @@ void Runtime::run_erased(std::move_only_function<void()> fn) {
   std::latch constructed(static_cast<std::ptrdiff_t>(count));
   std::vector<std::thread> threads;
   threads.reserve(count - 1);
-  detail::ProcessSignalsBlocked blocked;  // the workers started here inherit it
+  ProcessSignalsBlocked blocked;  // the workers started here inherit it
   for (std::size_t i = 1; i < count; ++i) {
     threads.emplace_back([this, i, loop, &constructed] {
       state_->schedulers[i] =

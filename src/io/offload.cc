@@ -1,5 +1,6 @@
 // The offload pool: threads that run blocking work for fibers and wake them when it is done.
 #include "tern/io/offload.h"
+#include "tern/base/signal_mask.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -21,30 +22,6 @@ namespace {
 struct Job {
   std::move_only_function<void()> run;
   tern::detail::Waiter waiter;
-};
-
-// Blocks the asynchronous process signals in the calling thread while it lives, so that a thread
-// started meanwhile begins with them blocked: a signal sent to the process then goes to one of
-// the program's threads (or to tern::io::wait_for_stop_signal), never to a pool thread. The
-// synchronous signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT), SIGPIPE, SIGPROF and the
-// real-time signals keep the creator's mask. The same set as the log writer's (src/log/writer.cc)
-// and the runtime workers' (src/fiber/runtime.cc).
-class ProcessSignalsBlocked {
- public:
-  ProcessSignalsBlocked() noexcept {
-    sigset_t set;
-    ::sigemptyset(&set);
-    for (const int signal :
-         {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGWINCH, SIGTSTP})
-      ::sigaddset(&set, signal);
-    ::pthread_sigmask(SIG_BLOCK, &set, &previous_);
-  }
-  ~ProcessSignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
-  ProcessSignalsBlocked(const ProcessSignalsBlocked&) = delete;
-  ProcessSignalsBlocked& operator=(const ProcessSignalsBlocked&) = delete;
-
- private:
-  sigset_t previous_;
 };
 
 std::atomic<std::size_t> thread_limit{

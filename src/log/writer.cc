@@ -8,6 +8,7 @@
 
 #include "futex.h"
 #include "logger.h"
+#include "tern/base/signal_mask.h"
 
 namespace tern::log::detail {
 
@@ -25,32 +26,6 @@ constexpr auto kSleep = std::chrono::milliseconds(50);
 // (and its published tail after every record), moving each line between the two cores.
 constexpr std::uint64_t kSmallPassBytes = 16 * 1024;
 constexpr auto kCatchUp = std::chrono::microseconds(50);
-
-// Blocks the asynchronous process signals in the calling thread while it lives, so that the
-// writer thread started meanwhile begins with them blocked: a signal sent to the process (SIGTERM
-// to a program that waits for it on a signalfd, SIGINT, SIGHUP...) then goes to one of the
-// program's threads, never to the writer, where its default action would end the process with
-// lines still unwritten. The synchronous signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: the
-// crash flush needs them), SIGPIPE, SIGPROF and the real-time signals keep the creator's mask.
-// The same set as the runtime workers' (src/fiber/runtime.cc) and the offload pool's
-// (src/io/offload.cc).
-class ProcessSignalsBlocked {
- public:
-  ProcessSignalsBlocked() noexcept {
-    sigset_t set;
-    ::sigemptyset(&set);
-    for (const int signal :
-         {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGWINCH, SIGTSTP})
-      ::sigaddset(&set, signal);
-    ::pthread_sigmask(SIG_BLOCK, &set, &previous_);
-  }
-  ~ProcessSignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
-  ProcessSignalsBlocked(const ProcessSignalsBlocked&) = delete;
-  ProcessSignalsBlocked& operator=(const ProcessSignalsBlocked&) = delete;
-
- private:
-  sigset_t previous_;
-};
 
 constexpr Site kDroppedSite{Level::warn, __LINE__, base_name(__FILE__), "{} messages dropped"};
 constexpr std::string_view kWriterContext = "tern-log";
