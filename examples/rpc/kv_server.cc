@@ -113,8 +113,8 @@ int main(int argc, char** argv) {
     if (!token.empty()) server.add_interceptor(require_token(token));
     tern::Result<tern::net::Address> bound = server.start(*address);
     if (!bound) {
-      std::fprintf(stderr, "kv_server: listen on %s: %s\n", listen.c_str(),
-                   bound.error().message().c_str());
+      std::fprintf(stderr, "kv_server: %s\n",
+                   bound.error().message().c_str());  // names the address
       return 1;
     }
     std::printf("kv_server: serving on %s\n", bound->to_string().c_str());

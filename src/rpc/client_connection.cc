@@ -77,7 +77,7 @@ void ClientConnection::manage() {
         net::TcpStream::connect(endpoint_.address, deadline_after(policy.attempt_timeout));
     if (closing_) break;
     if (!stream) {
-      last_error_ = fmt::format("connect to {}: {}", endpoint_.name, stream.error().message());
+      last_error_ = stream.error().message();  // "connect ADDRESS: why" or "resolve NAME: why"
       if (state_ != State::failed) {
         TERN_LOG_DEBUG("rpc: {}; retrying in {} ms", last_error_, backoff.count());
       }

@@ -47,8 +47,8 @@ inline std::optional<std::string> start_admin(const char* tool, admin::AdminServ
   if (!address) return std::string();
   Result<net::Address> bound = admin.start(*address);
   if (!bound) {
-    std::fprintf(stderr, "%s: cannot serve the admin endpoint on %s: %s\n", tool,
-                 address->to_string().c_str(), bound.error().message().c_str());
+    std::fprintf(stderr, "%s: cannot serve the admin endpoint: %s\n", tool,
+                 bound.error().message().c_str());  // the message names the address
     return std::nullopt;
   }
   return ", admin " + bound->to_string();

@@ -35,8 +35,7 @@ int run_server(const EchoConfig& config) {
                         [&config](net::TcpStream& stream) { serve_connection(stream, config); });
   Result<net::Address> bound = server.start(config.address);
   if (!bound) {
-    std::fprintf(stderr, "tern-echo: cannot listen on %s: %s\n", config.address.to_string().c_str(),
-                 bound.error().message().c_str());
+    std::fprintf(stderr, "tern-echo: %s\n", bound.error().message().c_str());  // names the address
     return 1;
   }
   admin::AdminServer admin;

@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
     }
     const tern::Result<tern::net::Address> bound = server.start(*address);
     if (!bound) {
-      std::fprintf(stderr, "tern-rpc-server: cannot listen on %s: %s\n",
-                   address->to_string().c_str(), bound.error().message().c_str());
+      std::fprintf(stderr, "tern-rpc-server: %s\n",
+                   bound.error().message().c_str());  // names the address
       return 1;
     }
     tern::admin::AdminServer admin;

@@ -25,7 +25,7 @@ std::span<const std::byte> bytes_of(std::string_view text) {
 Result<std::string> get_metrics(const net::Address& admin, Deadline deadline, std::string* why) {
   Result<net::TcpStream> stream = net::TcpStream::connect(admin, deadline);
   if (!stream) {
-    *why = fmt::format("connect to {}: {}", admin.to_string(), stream.error().message());
+    *why = stream.error().message();  // "connect ADDRESS: why"
     return fail(stream.error());
   }
   const std::string request = fmt::format(
