@@ -38,6 +38,7 @@
 #include "tern/io/signal.h"
 #include "tern/log/log.h"
 #include "test_scale.h"
+#include "wait_for_condition.h"
 
 extern char** environ;
 
@@ -57,15 +58,10 @@ void on_workers(std::size_t workers, Fn&& fn) {
   runtime.run(std::forward<Fn>(fn));
 }
 
-// Checks pred every millisecond (sleeping the fiber in between) until it holds or the deadline
-// passes; returns whether it held. Worker fibers only.
+// wait_until_condition with this file's patience() as the deadline. Worker fibers only.
 template <typename Pred>
-bool wait_for_condition(Pred pred, tern::Deadline deadline = patience()) {
-  while (!pred()) {
-    if (tern::Clock::now() >= deadline) return false;
-    if (!tern::this_fiber::sleep_for(1ms)) return pred();
-  }
-  return true;
+bool wait_for_condition(Pred pred) {
+  return tern_test::wait_until_condition(pred, patience());
 }
 
 // The asynchronous process signals every thread tern starts blocks, and the signals it must

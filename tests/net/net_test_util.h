@@ -19,6 +19,7 @@
 #include "tern/net/address.h"
 #include "tern/net/tcp_listener.h"
 #include "tern/net/tcp_stream.h"
+#include "wait_for_condition.h"
 
 namespace tern_test {
 
@@ -111,16 +112,11 @@ inline void fill_pattern(std::span<std::byte> bytes, std::uint64_t& state) noexc
   }
 }
 
-// Checks pred every millisecond (sleeping the fiber in between) until it holds or the deadline
-// passes; returns whether it held. For states with no event to wait on (e.g. a counter).
+// wait_until_condition (wait_for_condition.h) with patience() as the deadline unless one is given.
 // Worker fibers only.
 template <typename Pred>
 bool wait_for_condition(Pred pred, tern::Deadline deadline = patience()) {
-  while (!pred()) {
-    if (tern::Clock::now() >= deadline) return false;
-    if (!tern::this_fiber::sleep_for(1ms)) return pred();
-  }
-  return true;
+  return wait_until_condition(pred, deadline);
 }
 
 }  // namespace tern_test
