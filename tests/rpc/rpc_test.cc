@@ -555,7 +555,7 @@ TEST(Rpc, GracefulStopFinishesCallsInFlight) {
 }
 
 // Opening a channel off a runtime ends the program naming the call and what to do instead.
-TEST(RpcDeathTest, OpeningAChannelOutsideARuntimeSaysWhereToDoIt) {
+TEST(RpcDeathTest, OpeningAChannelOutsideARuntimeSaysWhereToCallIt) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH((void)Channel::open("127.0.0.1:1"),
                "tern: tern::rpc::Channel::open called outside a tern::Runtime: call it from a "
