@@ -229,10 +229,12 @@ RunResult run_spdlog(const LogOptions& o, std::size_t threads, const fs::path& f
       o, threads, meter, out, [raw](std::uint64_t seq) { spdlog_call(raw, seq); },
       [&] {
         // An async flush only queues a request: the pool's destructor drains the queue
-        // (flush included) and joins its thread.
+        // (flush included) and joins its thread. The pool goes first, so that the logger's last
+        // reference is this thread's and it is destroyed here, after the join, not on the pool's
+        // thread (whose synchronisation ThreadSanitizer cannot see in an uninstrumented spdlog).
         logger->flush();
-        logger.reset();
         pool.reset();
+        logger.reset();
         sink.reset();
       });
   return out;
