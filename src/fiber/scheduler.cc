@@ -17,6 +17,7 @@
 #include "runtime_state.h"
 #include "stack_overflow.h"
 #include "tern/base/assert.h"
+#include "tern/base/result.h"
 #include "tern/log/log.h"
 #include "tern/prof/counter.h"
 #include "tern/prof/metrics.h"
@@ -365,7 +366,7 @@ std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool inte
     }
     claimed_elsewhere = true;
   } else if (deadline != kNoDeadline && deadline <= Clock::now()) {
-    if (claim_fiber(self)) return std::make_error_code(std::errc::timed_out);
+    if (claim_fiber(self)) return deadline_exceeded();
     claimed_elsewhere = true;
   }
   if (!claimed_elsewhere) {
@@ -483,7 +484,7 @@ void Scheduler::fire_timers() {
     while (TimerNode* node = timers_.pop_expired(now)) {
       FiberControl* fiber = FiberControl::from_timer(node);
       if (claim_fiber(fiber)) {
-        fiber->wake_result = std::make_error_code(std::errc::timed_out);
+        fiber->wake_result = deadline_exceeded();
         fiber->state = FiberState::ready;
         push_ready(fiber);
       }

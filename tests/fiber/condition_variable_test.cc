@@ -112,6 +112,7 @@ TEST(ConditionVariable, NotifyWithoutWaitersIsNotRemembered) {
     tern::Result<void> waited = cv.wait_for(lock, kShort);
     ASSERT_FALSE(waited);
     EXPECT_EQ(waited.error(), std::errc::timed_out);
+    EXPECT_TRUE(is_deadline(waited.error()));
   });
 }
 

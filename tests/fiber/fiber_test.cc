@@ -298,6 +298,7 @@ TEST(JoinUntil, TimesOutAndStaysJoinable) {
     tern::Result<void> early = slow.join_until(tern::Clock::now() + 5ms);
     ASSERT_FALSE(early);
     EXPECT_EQ(early.error(), std::errc::timed_out);
+    EXPECT_EQ(early.error().message(), "deadline exceeded");
     EXPECT_TRUE(slow.joinable());
     EXPECT_TRUE(slow.join_until(tern::Clock::now() + 30s));
     EXPECT_FALSE(slow.joinable());

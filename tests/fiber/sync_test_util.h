@@ -7,9 +7,11 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <system_error>
 #include <utility>
 
 #include <tern/base/clock.h>
+#include <tern/base/result.h>
 #include <tern/fiber/runtime.h>
 #include <tern/fiber/wait_group.h>
 
@@ -49,6 +51,16 @@ inline void post_counted(std::size_t worker, tern::WaitGroup& group,
 inline void wait_all(tern::WaitGroup& group) {
   tern::Result<void> waited = group.wait_for(kLong);
   ASSERT_TRUE(waited) << "fibers did not finish: " << waited.error().message();
+}
+
+// Whether `error` is the error of a wait whose deadline passed: it compares equal to
+// std::errc::timed_out and its message says "deadline exceeded". Any thread.
+inline ::testing::AssertionResult is_deadline(std::error_code error) {
+  if (error != std::errc::timed_out)
+    return ::testing::AssertionFailure() << "not timed_out: " << error.message();
+  if (error.message() != "deadline exceeded")
+    return ::testing::AssertionFailure() << "message is '" << error.message() << "'";
+  return ::testing::AssertionSuccess();
 }
 
 // Time since `start`.

@@ -37,7 +37,7 @@ class Broadcast {
    public:
     // Receives the next value, waiting for one to be published. Interruptible.
     Result<T> recv() { return recv_until(kNoDeadline); }
-    // As recv(), giving up with std::errc::timed_out at the deadline.
+    // As recv(), giving up at the deadline with tern::deadline_exceeded().
     Result<T> recv_until(Deadline deadline) { return owner_->receive(*this, deadline, true); }
     // As recv_until(), with a timeout.
     template <typename Rep, typename Period>

@@ -27,7 +27,8 @@ Result<std::variant<A, B>> select(Channel<A>& a, Channel<B>& b, Deadline deadlin
 // A FIFO queue of values between fibers, on the same or different workers, bounded (send
 // waits while it is full) or unbounded. close() ends it: sends fail with Errc::closed,
 // receives drain what is buffered and then fail with Errc::closed. Blocking calls are
-// interruptible (operation_canceled) and take deadlines (timed_out). Blocking calls from
+// interruptible (operation_canceled) and take deadlines (tern::deadline_exceeded(), which
+// compares equal to std::errc::timed_out). Blocking calls from
 // worker fibers; try_send, try_recv, close, size from any thread.
 template <typename T>
 class Channel {
@@ -48,7 +49,7 @@ class Channel {
   // Sends value, waiting while the channel is full. A send that fails (closed, timed out,
   // interrupted) drops the value; use try_send to keep it.
   Result<void> send(T value) { return send_until(std::move(value), kNoDeadline); }
-  // As send(), giving up with std::errc::timed_out at the deadline.
+  // As send(), giving up at the deadline with tern::deadline_exceeded().
   Result<void> send_until(T value, Deadline deadline);
   // As send_until(), with a timeout.
   template <typename Rep, typename Period>
@@ -61,7 +62,7 @@ class Channel {
 
   // Receives the oldest value, waiting while the channel is empty.
   Result<T> recv() { return recv_until(kNoDeadline); }
-  // As recv(), giving up with std::errc::timed_out at the deadline.
+  // As recv(), giving up at the deadline with tern::deadline_exceeded().
   Result<T> recv_until(Deadline deadline);
   // As recv_until(), with a timeout.
   template <typename Rep, typename Period>
@@ -235,7 +236,7 @@ void Channel<T>::close() noexcept {
 }
 
 // Receives from whichever of two channels has a value first (the first channel wins a tie),
-// giving up with std::errc::timed_out at the deadline. A channel that is closed and drained
+// giving up at the deadline with tern::deadline_exceeded(). A channel that is closed and drained
 // drops out; when both have, fails with Errc::closed. Interruptible. Worker fibers only.
 template <typename A, typename B>
 Result<std::variant<A, B>> select(Channel<A>& a, Channel<B>& b, Deadline deadline) {

@@ -27,7 +27,7 @@ class ConditionVariable {
 
   // Releases the lock, waits for a notification, and takes the lock again.
   Result<void> wait(std::unique_lock<Mutex>& lock) { return wait_until(lock, kNoDeadline); }
-  // As wait(), giving up with std::errc::timed_out at the deadline.
+  // As wait(), giving up at the deadline with tern::deadline_exceeded().
   Result<void> wait_until(std::unique_lock<Mutex>& lock, Deadline deadline);
   // As wait_until(), with a timeout.
   template <typename Rep, typename Period>

@@ -25,7 +25,7 @@ class Event {
   bool is_set() noexcept;
   // Waits until the event is set.
   Result<void> wait() { return wait_until(kNoDeadline); }
-  // As wait(), giving up with std::errc::timed_out at the deadline.
+  // As wait(), giving up at the deadline with tern::deadline_exceeded().
   Result<void> wait_until(Deadline deadline);
   // As wait_until(), with a timeout.
   template <typename Rep, typename Period>

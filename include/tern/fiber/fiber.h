@@ -74,7 +74,7 @@ class Fiber {
   bool joinable() const noexcept { return control_ != nullptr; }
   // Waits until the fiber finishes. Not interruptible. Owner worker only.
   void join();
-  // Waits until the fiber finishes or the deadline passes (std::errc::timed_out; the handle
+  // Waits until the fiber finishes or the deadline passes (tern::deadline_exceeded(); the handle
   // stays joinable), or the waiting fiber is interrupted (std::errc::operation_canceled).
   // Owner worker only.
   Result<void> join_until(Deadline deadline);

@@ -20,7 +20,7 @@ class Semaphore {
 
   // Waits for a permit and takes it.
   Result<void> acquire() { return acquire_until(kNoDeadline); }
-  // As acquire(), giving up with std::errc::timed_out at the deadline.
+  // As acquire(), giving up at the deadline with tern::deadline_exceeded().
   Result<void> acquire_until(Deadline deadline);
   // As acquire_until(), with a timeout.
   template <typename Rep, typename Period>

@@ -44,7 +44,8 @@ bool claim(Waiter& w) noexcept;
 void wake(Waiter& w) noexcept;
 
 // Parks the current fiber until a claimer wakes it (returns {}), the deadline passes
-// (std::errc::timed_out) or, if interruptible, it is interrupted (operation_canceled).
+// (tern::deadline_exceeded(), equal to std::errc::timed_out) or, if interruptible, it is
+// interrupted (operation_canceled).
 // Worker fibers only; no lock may be held.
 std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible);
 
