@@ -2,6 +2,7 @@
 
 #include <google/protobuf/message_lite.h>
 #include <sys/socket.h>
+#include <zstd.h>
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -32,7 +33,7 @@ bool Endpoint::connecting() const noexcept {
 ClientConnection::ClientConnection(Channel::Impl& channel, Endpoint& endpoint, std::size_t index)
     : channel_(channel),
       endpoint_(endpoint),
-      input_(stream_, channel.limits),
+      input_(stream_, channel.limits, channel.options.frame_read_timeout),
       random_(std::hash<std::string>{}(endpoint.name) ^ (0x9e3779b97f4a7c15ull * (index + 1))) {}
 
 ClientConnection::~ClientConnection() = default;
@@ -112,6 +113,7 @@ bool ClientConnection::serve() {
   pings_sent_ = 0;
   last_pong_ = 0;
   dropped_because_.clear();
+  oversized_push_logged_ = false;
   ++channel_.stats.connects;
   set_state(State::ready);
   serving_ = true;
@@ -130,6 +132,12 @@ bool ClientConnection::serve() {
         reason = fmt::format("protocol error: {}", error.message());
       } else if (error == FrameReadErrc::closed_mid_frame) {
         reason = "closed by the server in the middle of a frame";
+      } else if (error == FrameReadErrc::frame_timeout) {
+        ++channel_.stats.frame_timeouts;
+        reason = fmt::format(
+            "a frame did not complete within the frame read timeout of {} ms ({} bytes of it came)",
+            input_.frame_timeout().count(), input_.buffered());
+        TERN_LOG_WARN("rpc: closing the connection to {}: {}", endpoint_.name, reason);
       } else if (error != FrameReadErrc::closed) {
         reason = error.message();
       }
@@ -225,22 +233,8 @@ bool ClientConnection::handle(const RawFrame& frame) {
       if (pending_.empty()) shut_down();
       return true;
     }
-    case FrameType::push: {
-      if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
-        protocol_error(parsed.error(), "push metadata");
-        return false;
-      }
-      tern::Result<std::span<const std::byte>> body =
-          plain_body(frame, channel_.limits.max_frame_size, scratch_);
-      if (!body) {
-        protocol_error(body.error(), "push body");
-        return false;
-      }
-      if (channel_.options.on_push) {
-        channel_.options.on_push(metadata_.service(), metadata_.method(), *body);
-      }
-      return true;
-    }
+    case FrameType::push:
+      return handle_push(frame);
     case FrameType::request:
     case FrameType::one_way:
     case FrameType::cancel:
@@ -250,6 +244,57 @@ bool ClientConnection::handle(const RawFrame& frame) {
       return false;
   }
   return false;
+}
+
+bool ClientConnection::handle_push(const RawFrame& frame) {
+  // Nobody would see it: drop it before its metadata is parsed or its body decompressed.
+  if (!channel_.options.on_push) {
+    ++channel_.stats.dropped_pushes;
+    return true;
+  }
+  const std::uint32_t limit = channel_.options.max_push_size;
+  if ((frame.header.flags & kFlagCompressed) == 0 && frame.body.size() > limit) {
+    drop_oversized_push(fmt::format("a body of {} bytes", frame.body.size()));
+    return true;
+  }
+  if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
+    protocol_error(parsed.error(), "push metadata");
+    return false;
+  }
+  if ((frame.header.flags & kFlagCompressed) != 0) {
+    // Checked against the size the compressed body declares, before anything is allocated.
+    const unsigned long long declared =
+        ZSTD_getFrameContentSize(frame.body.data(), frame.body.size());
+    if (declared != ZSTD_CONTENTSIZE_ERROR && declared != ZSTD_CONTENTSIZE_UNKNOWN &&
+        declared > limit) {
+      drop_oversized_push(fmt::format("a body that decompresses to {} bytes", declared));
+      return true;
+    }
+  }
+  tern::Result<std::span<const std::byte>> body = plain_body(frame, limit, scratch_);
+  if (!body) {
+    protocol_error(body.error(), "push body");
+    return false;
+  }
+  channel_.options.on_push(metadata_.service(), metadata_.method(), *body);
+  release_scratch();
+  return true;
+}
+
+void ClientConnection::drop_oversized_push(const std::string& what) {
+  ++channel_.stats.oversized_pushes;
+  // One line per connection: a server that keeps sending them does not flood the log.
+  if (!oversized_push_logged_) {
+    oversized_push_logged_ = true;
+    TERN_LOG_WARN(
+        "rpc: dropped a push from {} with {} (max_push_size {}); later ones are counted "
+        "in ChannelStats::oversized_pushes",
+        endpoint_.name, what, channel_.options.max_push_size);
+  }
+}
+
+void ClientConnection::release_scratch() noexcept {
+  if (scratch_.capacity() > kScratchKept) std::string().swap(scratch_);
 }
 
 bool ClientConnection::handle_response(const RawFrame& frame) {
@@ -295,6 +340,7 @@ bool ClientConnection::handle_response(const RawFrame& frame) {
     } else {
       finish(call, Status());
     }
+    release_scratch();
   } else {
     finish(call, Status());
   }

@@ -109,6 +109,10 @@ class ClientConnection {
   bool serve();
   bool handle(const RawFrame& frame);
   bool handle_response(const RawFrame& frame);
+  bool handle_push(const RawFrame& frame);
+  void drop_oversized_push(const std::string& what);
+  // Frees the decompression buffer once a large body is done with, so it does not stay held.
+  void release_scratch() noexcept;
   void fail_all(const Status& status);
   void finish(PendingCall& call, Status status);
   void ping_loop();
@@ -125,6 +129,9 @@ class ClientConnection {
   std::unique_ptr<FrameWriter> writer_;
   FrameReader input_;  // reads stream_ (declared after it)
   wire::Metadata metadata_;
+  // The largest decompression buffer kept between frames.
+  static constexpr std::size_t kScratchKept = 256u << 10;
+
   std::string scratch_;
   PendingCalls pending_;
   std::uint64_t next_id_ = 1;
@@ -136,6 +143,7 @@ class ClientConnection {
   std::uint64_t random_;
   Fiber manager_;
   std::uint64_t manager_id_ = 0;
+  bool oversized_push_logged_ = false;  // on the current connection
   bool serving_ = false;
   bool closing_ = false;
 };

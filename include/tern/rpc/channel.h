@@ -48,8 +48,16 @@ struct ChannelOptions {
   // Frame and metadata limits for replies (docs/rpc-protocol.md).
   std::uint32_t max_frame_size = 64u << 20;
   std::uint32_t max_metadata_size = 64u << 10;
+  // Once the first byte of a frame from the server has arrived, the whole frame must arrive
+  // within this; otherwise the connection is closed (its calls fail over as when it breaks) and
+  // reconnected. Time between frames is not limited by it (0: no limit).
+  std::chrono::milliseconds frame_read_timeout{30'000};
+  // The largest body of a push frame, after decompression: a larger push is dropped (counted in
+  // ChannelStats::oversized_pushes) before anything is decompressed; the connection stays.
+  std::uint32_t max_push_size = 1u << 20;
   // Receives server-push frames (the method named in their metadata, the raw body); without it
-  // they are counted and dropped. Runs on the connection's reading fiber: do not block.
+  // they are counted and dropped unread (not decompressed). Runs on the connection's reading
+  // fiber: do not block.
   std::function<void(std::string_view service, std::string_view method,
                      std::span<const std::byte> body)>
       on_push;
@@ -62,9 +70,12 @@ struct ChannelStats {
   std::uint64_t retries = 0;       // extra attempts of idempotent calls
   std::uint64_t connects = 0;      // connections established
   std::uint64_t connection_losses = 0;
-  std::uint64_t late_replies = 0;     // replies to calls that had already given up
-  std::uint64_t protocol_errors = 0;  // connections closed for a malformed frame
-  std::size_t connected = 0;          // connections ready now
+  std::uint64_t late_replies = 0;      // replies to calls that had already given up
+  std::uint64_t protocol_errors = 0;   // connections closed for a malformed frame
+  std::uint64_t frame_timeouts = 0;    // connections closed for a frame over frame_read_timeout
+  std::uint64_t dropped_pushes = 0;    // push frames dropped unread: no on_push handler
+  std::uint64_t oversized_pushes = 0;  // push frames dropped for a body over max_push_size
+  std::size_t connected = 0;           // connections ready now
   std::size_t endpoints = 0;
 };
 
