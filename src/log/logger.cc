@@ -14,6 +14,7 @@
 #include "futex.h"
 #include "line.h"
 #include "tern/log/log.h"
+#include "tern/log/peer_log.h"
 #include "tsc_clock.h"
 #include "writer.h"
 
@@ -255,6 +256,18 @@ void Logger::write_to_sinks(std::string_view bytes) noexcept {
   }
 }
 
+bool Logger::try_write_to_sinks(std::string_view bytes) noexcept {
+  bool all = true;
+  for (const std::shared_ptr<Sink>& sink : sinks) {
+    try {
+      all = sink->try_write(bytes) && all;
+    } catch (...) {
+      all = false;
+    }
+  }
+  return all;
+}
+
 void Logger::flush_sinks() noexcept {
   for (const std::shared_ptr<Sink>& sink : sinks) {
     try {
@@ -272,8 +285,18 @@ void Logger::write_line(const Site& site, std::uint64_t ns, std::string_view con
     const std::size_t start = line.size();
     line.append(message.data(), message.data() + message.size());
     finish_line(line, start, truncated);
-    std::lock_guard lock(sink_mutex);
-    write_to_sinks(std::string_view(line.data(), line.size()));
+    if (peer_line) {
+      // A peer line never waits: not for the lock, nor for a sink that cannot take it now.
+      std::unique_lock lock(sink_mutex, std::try_to_lock);
+      if (!lock.owns_lock() || !try_write_to_sinks(std::string_view(line.data(), line.size()))) {
+        dropped_total.fetch_add(1, std::memory_order_relaxed);
+        dropped_counter.add(1);
+        return;
+      }
+    } else {
+      std::lock_guard lock(sink_mutex);
+      write_to_sinks(std::string_view(line.data(), line.size()));
+    }
   } catch (...) {
     return;  // out of memory: the line is lost
   }
@@ -330,7 +353,7 @@ Reserved reserve_slow(RingProducer* producer, std::size_t size) noexcept {
     }
     if (ring.generation != shared.generation.load(std::memory_order_relaxed))
       return {nullptr, false};
-    if (logger.policy.load(std::memory_order_relaxed) == Policy::drop) {
+    if (peer_line || logger.policy.load(std::memory_order_relaxed) == Policy::drop) {
       logger.dropped_total.fetch_add(1, std::memory_order_relaxed);
       logger.wake_writer();
       return {nullptr, true};

@@ -48,6 +48,9 @@ class Logger {
 
   // Writes bytes to every sink; the caller holds sink_mutex.
   void write_to_sinks(std::string_view bytes) noexcept;
+  // Writes bytes to every sink that can take them without waiting (Sink::try_write); false if
+  // some sink could not. The caller holds sink_mutex.
+  bool try_write_to_sinks(std::string_view bytes) noexcept;
   void flush_sinks() noexcept;
 
   // Rings, newest first: producers push, only the holder of the consumer lock unlinks.

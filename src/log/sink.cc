@@ -1,5 +1,8 @@
 // The sinks: a file descriptor (stderr) and a rotating file.
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +46,24 @@ std::int64_t day_of(std::chrono::system_clock::time_point when) noexcept {
 Sink::~Sink() = default;
 
 void StderrSink::write(std::string_view lines) { write_fully(fd_, lines); }
+
+bool StderrSink::try_write(std::string_view lines) {
+  const ssize_t sent = ::send(fd_, lines.data(), lines.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (sent >= 0) {
+    if (static_cast<std::size_t>(sent) < lines.size())
+      write_fully(fd_, lines.substr(static_cast<std::size_t>(sent)));  // the socket took some
+    return true;
+  }
+  if (errno != ENOTSOCK) return false;
+  pollfd ready{.fd = fd_, .events = POLLOUT, .revents = 0};
+  if (::poll(&ready, 1, 0) != 1 || (ready.revents & POLLOUT) == 0) return false;
+  if (lines.size() > PIPE_BUF) {
+    // A longer write could wait for a second pipe buffer: keep the first PIPE_BUF bytes, as a line.
+    lines = lines.substr(0, PIPE_BUF - 1);
+    return write_fully(fd_, lines) && write_fully(fd_, "\n");
+  }
+  return write_fully(fd_, lines);
+}
 
 Result<std::shared_ptr<FileSink>> FileSink::open(FileSinkOptions options) {
   if (options.path.empty()) return fail(std::errc::invalid_argument);

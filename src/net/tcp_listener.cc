@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "net_log.h"
 #include "tern/io/io.h"
+#include "tern/log/peer_log.h"
 #include "tern/prof/counter.h"
 
 namespace tern::net {
@@ -92,9 +92,9 @@ bool TcpListener::shed_one_connection(std::error_code cause) {
   if (fd >= 0) ::close(fd);
   reserve_ = open_reserve();
   const std::string where = local_address() ? local_address()->to_string() : "?";
-  detail::log_rate_limited("accept on " + where + ": " + cause.message() +
-                           (fd >= 0 ? "; closed one pending connection"
-                                    : "; no spare descriptor to close a pending connection with"));
+  TERN_PEER_LOG_WARN("accept on {}: {}; {}", where, cause.message(),
+                     fd >= 0 ? "closed one pending connection"
+                             : "no spare descriptor to close a pending connection with");
   return true;
 }
 

@@ -5,11 +5,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "net_log.h"
 #include "tern/base/assert.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
+#include "tern/log/peer_log.h"
 #include "tern/prof/metrics.h"
 
 namespace tern::net {
@@ -120,7 +120,7 @@ void TcpServer::accept_loop(WorkerState& worker) {
       shared_->accept_errors.fetch_add(1, std::memory_order_relaxed);
       if (stream.error() != std::errc::too_many_files_open &&
           stream.error() != std::errc::too_many_files_open_in_system)
-        detail::log_rate_limited("accept failed: " + stream.error().message());
+        TERN_PEER_LOG_WARN("accept failed: {}", stream.error().message());
       (void)this_fiber::sleep_for(std::chrono::milliseconds(10));  // let descriptors free up
       continue;
     }
@@ -157,8 +157,8 @@ void TcpServer::accept_loop(WorkerState& worker) {
         shared_->accept_errors.fetch_add(1, std::memory_order_relaxed);
         shared_->open.fetch_sub(1, std::memory_order_acq_rel);
         shared_->connections.done();
-        detail::log_rate_limited("cannot start a fiber for a connection, closing it: " +
-                                 connection.error().message());
+        TERN_PEER_LOG_WARN("cannot start a fiber for a connection, closing it: {}",
+                           connection.error().message());
       }
     }
   }
@@ -174,9 +174,9 @@ void TcpServer::serve(TcpStream stream, WorkerState& worker) {
   try {
     handler_(stream);
   } catch (const std::exception& e) {
-    detail::log_rate_limited(std::string("connection handler threw: ") + e.what());
+    TERN_PEER_LOG_WARN("connection handler threw: {}", e.what());
   } catch (...) {
-    detail::log_rate_limited("connection handler threw a non-exception");
+    TERN_PEER_LOG_WARN("connection handler threw a non-exception");
   }
   worker.open_streams.erase(fd);
   stream.close();

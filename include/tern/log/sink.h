@@ -21,6 +21,13 @@ class Sink {
   virtual ~Sink();
   // Writes whole lines (every chunk ends with '\n'). Called by the logger only.
   virtual void write(std::string_view lines) = 0;
+  // Writes whole lines unless that would wait (for a full pipe, say): false, nothing written.
+  // The logger uses it for peer lines (tern/log/peer_log.h) in synchronous mode. The default
+  // calls write(); a sink whose write can wait overrides it. Called by the logger only.
+  virtual bool try_write(std::string_view lines) {
+    write(lines);
+    return true;
+  }
   // Hands buffered bytes to the operating system. Called by the logger only (shutdown, flush()).
   virtual void flush() {}
 };
@@ -31,6 +38,9 @@ class StderrSink final : public Sink {
   // Any thread.
   explicit StderrSink(int fd = 2) noexcept : fd_(fd) {}
   void write(std::string_view lines) override;
+  // Writes only if the descriptor can take the bytes now (a socket: MSG_DONTWAIT; anything else:
+  // poll() says writable, and at most PIPE_BUF bytes, which a writable pipe takes whole).
+  bool try_write(std::string_view lines) override;
 
  private:
   int fd_;
