@@ -34,15 +34,15 @@ struct RuntimeOptions {
   std::size_t workers = 0;
   // Makes the idle-wait for worker i, on that worker's thread; empty means a futex-based
   // parker that only wakes for timers and posts (tern::io installs its reactor here).
-  std::function<std::unique_ptr<Parker>(std::size_t worker)> make_parker;
+  std::function<std::unique_ptr<Parker>(std::size_t worker)> make_parker{};
   // While shutting down, how often to print which fibers are still running.
   std::chrono::milliseconds shutdown_report_interval{5000};
   // The loop profiler: each worker times its loop phases and reports them every interval
   // (docs/observability.md). Unset: the TERN_PROF environment variable decides ("10s",
   // "500ms", "1m"); zero: off.
-  std::optional<std::chrono::milliseconds> prof_interval;
+  std::optional<std::chrono::milliseconds> prof_interval{};
   // Receives each profiler report on the reporting worker; empty: the report is logged.
-  std::function<void(std::size_t worker, std::string_view table)> prof_report;
+  std::function<void(std::size_t worker, std::string_view table)> prof_report{};
   // How long an idle worker keeps polling for work (its reactor, posts, timers) before it
   // sleeps: a wake-up then costs a poll instead of a sleeping thread's wake-up, at the price of
   // that much CPU per idle spell (seastar's idle poll). A worker polls only while the machine's
@@ -50,14 +50,14 @@ struct RuntimeOptions {
   // millisecond); when other threads want every CPU it sleeps at once and leaves them the CPU.
   // Unset: the TERN_IDLE_POLL environment variable decides ("200us", "1ms"); zero, the
   // default: sleep at once.
-  std::optional<std::chrono::microseconds> idle_poll;
+  std::optional<std::chrono::microseconds> idle_poll{};
   // Polls for idle_poll even when other runnable threads want every CPU: for workers on CPUs
   // reserved for them (isolcpus, a dedicated machine) while the rest of the machine is busy.
   bool idle_poll_on_busy_cpus = false;
   // The admin HTTP endpoint ("127.0.0.1:9100"; port 0 lets the kernel pick), served by fibers
   // on worker 0 when tern::net is linked: GET /metrics and GET /status. Unset: the TERN_ADMIN
   // environment variable decides; empty: off.
-  std::optional<std::string> admin_address;
+  std::optional<std::string> admin_address{};
 };
 
 // A set of worker threads, each running its own fiber scheduler. Fibers stay on the worker

@@ -18,9 +18,9 @@ enum class Policy : std::uint8_t {
 
 // How init() sets the logger up. Fill with designated initializers.
 struct Options {
-  std::vector<std::shared_ptr<Sink>> sinks;  // where lines go (with `file`); none: stderr
-  FileSinkOptions file;                      // file.path set: a FileSink is added to `sinks`
-  Level level = Level::info;                 // the run-time level (set_level changes it)
+  std::vector<std::shared_ptr<Sink>> sinks{};  // where lines go (with `file`); none: stderr
+  FileSinkOptions file{};                      // file.path set: a FileSink is added to `sinks`
+  Level level = Level::info;                   // the run-time level (set_level changes it)
   Policy policy = Policy::block;
   std::size_t buffer_bytes = 1 << 20;  // per logging thread; a power of two, at least 16 KiB
   bool synchronous = false;            // no writer thread: the caller writes the line itself

@@ -57,7 +57,7 @@ struct FileSinkOptions {
   // the page cache to the kernel.
   std::size_t writeback_window = 8u << 20;
   // The clock the daily rotation reads (tests inject one); empty: std::chrono::system_clock.
-  std::function<std::chrono::system_clock::time_point()> clock;
+  std::function<std::chrono::system_clock::time_point()> clock{};
 };
 
 // Appends lines to a file, rotating it by size and/or by day: path becomes path.1, path.1

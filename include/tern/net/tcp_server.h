@@ -38,7 +38,7 @@ struct ServerOptions {
   // a peer that does not read parks once this much waits in the kernel (0: the kernel's default,
   // which grows on demand up to net.ipv4.tcp_wmem's maximum).
   int send_buffer = 0;
-  ListenOptions listen;
+  ListenOptions listen{};
 };
 
 // Counters of a TcpServer; any thread.

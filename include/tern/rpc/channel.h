@@ -36,7 +36,7 @@ struct ChannelOptions {
   std::size_t connections_per_endpoint = 2;
   LoadBalancing load_balancing = LoadBalancing::round_robin;
   // Backoff between reconnect attempts and the deadline of one attempt.
-  net::ConnectorOptions reconnect;
+  net::ConnectorOptions reconnect{};
   // A connected connection sends a ping this often and is dropped (and reconnected) when no
   // pong comes back within ping_timeout (0: no pings).
   std::chrono::milliseconds ping_interval{5'000};
@@ -60,7 +60,7 @@ struct ChannelOptions {
   // fiber: do not block.
   std::function<void(std::string_view service, std::string_view method,
                      std::span<const std::byte> body)>
-      on_push;
+      on_push{};
 };
 
 // Counters of a Channel; from the channel's worker.

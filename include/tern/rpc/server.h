@@ -26,7 +26,7 @@ class ServerCall;
 // How an rpc::Server behaves; the defaults suit most services.
 struct ServerOptions {
   // Accept mode, connection limit and idle timeout of the TCP server underneath.
-  net::ServerOptions tcp;
+  net::ServerOptions tcp{};
   // Calls running at once across the server; more get resource_exhausted (0: no limit).
   std::size_t max_concurrent_calls = 100'000;
   // The largest frame (header, metadata and body) accepted; a larger one closes the connection.
