@@ -28,6 +28,7 @@ LAYERS = {
     "fiber": {"log", "prof", "base"},
     "io": {"fiber", "log", "prof", "base"},
     "net": {"io", "fiber", "log", "prof", "base"},
+    "hook": {"io", "fiber", "log", "prof", "base"},
     "admin": {"net", "io", "fiber", "log", "prof", "base"},
     "rpc": {"net", "io", "fiber", "log", "prof", "base"},
 }

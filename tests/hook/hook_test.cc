@@ -1,0 +1,350 @@
+// tern::hook's semantics under the backend named by TERN_IO (ctest runs this binary once per
+// backend): blocking libc calls on loopback TCP sockets park the calling fiber and return what
+// libc would (O_NONBLOCK, SO_RCVTIMEO, close and dup2 over a parked descriptor, interrupts,
+// poll/select/epoll_wait), sleeps and name lookups do not hold the worker, and off the workers
+// every call is libc's own.
+#include "tern/hook/hook.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "hook_test_util.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using hook_test::connect_to;
+using hook_test::Listener;
+
+template <typename Fn>
+void on_workers(std::size_t workers, Fn&& fn) {
+  tern::Runtime runtime({.workers = workers});
+  runtime.run(std::forward<Fn>(fn));
+}
+
+// A connected loopback TCP pair made with blocking libc calls: `client` from connect, `server`
+// from accept.
+struct TcpPair {
+  Listener listener;
+  int client = -1;
+  int server = -1;
+  TcpPair() {
+    client = connect_to(listener.port);
+    server = ::accept(listener.fd, nullptr, nullptr);
+  }
+  TcpPair(const TcpPair&) = delete;
+  TcpPair& operator=(const TcpPair&) = delete;
+  ~TcpPair() {
+    if (client >= 0) ::close(client);
+    if (server >= 0) ::close(server);
+  }
+};
+
+TEST(Hook, ABlockingReadParksTheFiberNotTheWorker) {
+  on_workers(1, [] {
+    EXPECT_TRUE(tern::hook::parks_fibers());
+    TcpPair pair;
+    ASSERT_GE(pair.client, 0);
+    ASSERT_GE(pair.server, 0);
+    // The program sees a blocking socket, as it made it.
+    EXPECT_EQ(::fcntl(pair.client, F_GETFL) & O_NONBLOCK, 0);
+    bool wrote = false;
+    tern::Fiber writer = tern::spawn([&] {
+      ASSERT_TRUE(tern::this_fiber::sleep_for(5ms));
+      wrote = true;
+      EXPECT_EQ(::write(pair.server, "ping", 4), 4);
+    });
+    char buf[8] = {};
+    // Were the worker blocked here, the writer on the same worker could never run.
+    EXPECT_EQ(::read(pair.client, buf, sizeof buf), 4);
+    EXPECT_TRUE(wrote);
+    EXPECT_EQ(std::string(buf, 4), "ping");
+    writer.join();
+  });
+}
+
+TEST(Hook, AUserSetNonblockingSocketGetsEagain) {
+  on_workers(1, [] {
+    TcpPair pair;
+    const int flags = ::fcntl(pair.client, F_GETFL);
+    ASSERT_EQ(::fcntl(pair.client, F_SETFL, flags | O_NONBLOCK), 0);
+    EXPECT_NE(::fcntl(pair.client, F_GETFL) & O_NONBLOCK, 0);
+    char buf[8];
+    errno = 0;
+    EXPECT_EQ(::read(pair.client, buf, sizeof buf), -1);
+    EXPECT_EQ(errno, EAGAIN);
+    errno = 0;
+    EXPECT_EQ(::recv(pair.client, buf, sizeof buf, 0), -1);
+    EXPECT_EQ(errno, EAGAIN);
+    // FIONBIO off again: blocking, as the program sees it, and a read waits for data.
+    int off = 0;
+    ASSERT_EQ(::ioctl(pair.client, FIONBIO, &off), 0);
+    EXPECT_EQ(::fcntl(pair.client, F_GETFL) & O_NONBLOCK, 0);
+    tern::Fiber writer = tern::spawn([&] { EXPECT_EQ(::send(pair.server, "a", 1, 0), 1); });
+    EXPECT_EQ(::read(pair.client, buf, sizeof buf), 1);
+    writer.join();
+    // MSG_DONTWAIT still does not wait.
+    errno = 0;
+    EXPECT_EQ(::recv(pair.client, buf, sizeof buf, MSG_DONTWAIT), -1);
+    EXPECT_EQ(errno, EAGAIN);
+  });
+}
+
+TEST(Hook, SoRcvtimeoExpiresWithEagainAfterItsTime) {
+  on_workers(1, [] {
+    TcpPair pair;
+    const timeval timeout = {.tv_sec = 0, .tv_usec = 100'000};
+    ASSERT_EQ(::setsockopt(pair.client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout), 0);
+    timeval seen = {};
+    socklen_t length = sizeof seen;
+    ASSERT_EQ(::getsockopt(pair.client, SOL_SOCKET, SO_RCVTIMEO, &seen, &length), 0);
+    EXPECT_EQ(seen.tv_usec, 100'000);
+    int ticks = 0;
+    tern::Fiber ticker = tern::spawn([&] {
+      while (tern::this_fiber::sleep_for(1ms)) ++ticks;
+    });
+    char buf[8];
+    const auto start = tern::Clock::now();
+    errno = 0;
+    EXPECT_EQ(::recv(pair.client, buf, sizeof buf, 0), -1);
+    EXPECT_EQ(errno, EAGAIN);
+    EXPECT_GE(tern::Clock::now() - start, 100ms);
+    EXPECT_GT(ticks, 0);  // the worker went on running fibers meanwhile
+    ticker.interrupt();
+    ticker.join();
+  });
+}
+
+TEST(Hook, CloseFromAnotherFiberWakesTheParkedReader) {
+  on_workers(1, [] {
+    TcpPair pair;
+    tern::Fiber closer = tern::spawn([&] {
+      ASSERT_TRUE(tern::this_fiber::sleep_for(5ms));
+      EXPECT_EQ(::close(pair.client), 0);
+    });
+    char buf[8];
+    errno = 0;
+    EXPECT_EQ(::read(pair.client, buf, sizeof buf), -1);
+    EXPECT_EQ(errno, EBADF);
+    closer.join();
+    pair.client = -1;
+  });
+}
+
+TEST(Hook, Dup2OverAParkedDescriptorWakesItsReader) {
+  on_workers(1, [] {
+    TcpPair pair;
+    TcpPair other;
+    tern::Fiber replacer = tern::spawn([&] {
+      ASSERT_TRUE(tern::this_fiber::sleep_for(5ms));
+      EXPECT_EQ(::dup2(other.client, pair.client), pair.client);
+    });
+    char buf[8];
+    errno = 0;
+    EXPECT_EQ(::read(pair.client, buf, sizeof buf), -1);
+    EXPECT_EQ(errno, EBADF);
+    replacer.join();
+    // pair.client is now a copy of other.client, and works as one, blocking.
+    tern::Fiber writer = tern::spawn([&] { EXPECT_EQ(::write(other.server, "dup", 3), 3); });
+    EXPECT_EQ(::read(pair.client, buf, sizeof buf), 3);
+    writer.join();
+  });
+}
+
+TEST(Hook, AnInterruptedFiberGetsEintr) {
+  on_workers(1, [] {
+    TcpPair pair;
+    int result = 0;
+    int error = 0;
+    tern::Fiber reader = tern::spawn([&] {
+      char buf[8];
+      result = static_cast<int>(::read(pair.client, buf, sizeof buf));
+      error = errno;
+    });
+    tern::this_fiber::yield();
+    reader.interrupt();
+    reader.join();
+    EXPECT_EQ(result, -1);
+    EXPECT_EQ(error, EINTR);
+  });
+}
+
+TEST(Hook, ConnectAndAcceptParkAndConnectReportsRefusal) {
+  on_workers(1, [] {
+    Listener listener;
+    int accepted = -1;
+    tern::Fiber acceptor = tern::spawn([&] { accepted = ::accept(listener.fd, nullptr, nullptr); });
+    const int client = connect_to(listener.port);
+    acceptor.join();
+    EXPECT_GE(client, 0);
+    EXPECT_GE(accepted, 0);
+    EXPECT_EQ(::fcntl(accepted, F_GETFL) & O_NONBLOCK, 0);
+    ::close(client);
+    ::close(accepted);
+    // A port nobody listens on: ECONNREFUSED, as libc says.
+    Listener gone;
+    const std::uint16_t port = gone.port;
+    ::close(gone.fd);
+    gone.fd = -1;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const sockaddr_in address = hook_test::loopback(port);
+    errno = 0;
+    EXPECT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address), -1);
+    EXPECT_EQ(errno, ECONNREFUSED);
+    ::close(fd);
+  });
+}
+
+// poll with a ready, an idle, a closed and a negative descriptor gives libc's answers, and
+// select and epoll_wait wait in the fiber too.
+TEST(Hook, PollSelectAndEpollWaitAnswerLikeLibc) {
+  on_workers(1, [] {
+    TcpPair ready;
+    TcpPair idle;
+    ASSERT_EQ(::write(ready.server, "r", 1), 1);
+    const int closed = ::dup(0);
+    ::close(closed);
+    std::array<pollfd, 4> fds = {{
+        {.fd = ready.client, .events = POLLIN, .revents = 0},
+        {.fd = idle.client, .events = POLLIN, .revents = 0},
+        {.fd = closed, .events = POLLIN, .revents = 0},
+        {.fd = -1, .events = POLLIN, .revents = 0},
+    }};
+    EXPECT_EQ(::poll(fds.data(), fds.size(), 1000), 2);
+    EXPECT_EQ(fds[0].revents, POLLIN);
+    EXPECT_EQ(fds[1].revents, 0);
+    EXPECT_EQ(fds[2].revents, POLLNVAL);
+    EXPECT_EQ(fds[3].revents, 0);
+
+    // Nothing ready: the timeout passes in the fiber, 0.
+    pollfd only_idle = {.fd = idle.client, .events = POLLIN, .revents = 0};
+    EXPECT_EQ(::poll(&only_idle, 1, 20), 0);
+
+    // select: wakes when the idle socket gets data from another fiber.
+    tern::Fiber writer = tern::spawn([&] { EXPECT_EQ(::write(idle.server, "s", 1), 1); });
+    fd_set readable;
+    FD_ZERO(&readable);
+    FD_SET(idle.client, &readable);
+    timeval timeout = {.tv_sec = 10, .tv_usec = 0};
+    EXPECT_EQ(::select(idle.client + 1, &readable, nullptr, nullptr, &timeout), 1);
+    EXPECT_TRUE(FD_ISSET(idle.client, &readable));
+    writer.join();
+    // select on a closed descriptor: EBADF.
+    FD_ZERO(&readable);
+    FD_SET(closed, &readable);
+    timeout = {.tv_sec = 1, .tv_usec = 0};
+    errno = 0;
+    EXPECT_EQ(::select(closed + 1, &readable, nullptr, nullptr, &timeout), -1);
+    EXPECT_EQ(errno, EBADF);
+
+    // epoll_wait of a library's own loop.
+    const int epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+    epoll_event event = {};
+    event.events = EPOLLIN;
+    event.data.fd = ready.server;
+    ASSERT_EQ(::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, ready.server, &event), 0);
+    epoll_event got[4];
+    EXPECT_EQ(::epoll_wait(epoll_fd, got, 4, 20), 0);
+    tern::Fiber sender = tern::spawn([&] { EXPECT_EQ(::write(ready.client, "e", 1), 1); });
+    EXPECT_EQ(::epoll_wait(epoll_fd, got, 4, 10'000), 1);
+    EXPECT_EQ(got[0].data.fd, ready.server);
+    sender.join();
+    ::close(epoll_fd);
+  });
+}
+
+TEST(Hook, SleepsAndNameLookupsDoNotHoldTheWorker) {
+  on_workers(2, [] {
+    hook_test::Tickers tickers;
+    tern::Fiber sleeper = tern::spawn([] {
+      EXPECT_EQ(::sleep(1), 0u);
+      EXPECT_EQ(::usleep(100'000), 0);
+      const timespec request = {.tv_sec = 0, .tv_nsec = 100'000'000};
+      EXPECT_EQ(::nanosleep(&request, nullptr), 0);
+    });
+    tern::Fiber resolver = tern::spawn([] {
+      addrinfo hints = {};
+      hints.ai_family = AF_INET;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* found = nullptr;
+      ASSERT_EQ(::getaddrinfo("localhost", "80", &hints, &found), 0);
+      ASSERT_NE(found, nullptr);
+      EXPECT_EQ(found->ai_family, AF_INET);
+      ::freeaddrinfo(found);
+      EXPECT_NE(::getaddrinfo("name.that.does.not.exist.invalid", nullptr, nullptr, &found), 0);
+    });
+    sleeper.join();
+    resolver.join();
+    EXPECT_LT(tickers.stop(), hook_test::kMaxLateness);
+  });
+}
+
+TEST(Hook, AnInterruptedSleepEndsWithEintr) {
+  on_workers(1, [] {
+    int result = 0;
+    int error = 0;
+    timespec left = {};
+    tern::Fiber sleeper = tern::spawn([&] {
+      const timespec request = {.tv_sec = 30, .tv_nsec = 0};
+      result = ::nanosleep(&request, &left);
+      error = errno;
+    });
+    tern::this_fiber::yield();
+    sleeper.interrupt();
+    sleeper.join();
+    EXPECT_EQ(result, -1);
+    EXPECT_EQ(error, EINTR);
+    EXPECT_GT(left.tv_sec, 20);
+  });
+}
+
+// Off the workers every call is libc's: a blocking socket blocks the thread, SO_RCVTIMEO is the
+// kernel's, and a socket a fiber made (non-blocking underneath) still blocks a plain thread.
+TEST(Hook, OnAPlainThreadEveryCallIsLibcs) {
+  std::thread plain([] {
+    EXPECT_FALSE(tern::hook::parks_fibers());
+    TcpPair pair;
+    ASSERT_GE(pair.client, 0);
+    EXPECT_EQ(::fcntl(pair.client, F_GETFL) & O_NONBLOCK, 0);
+    const timeval timeout = {.tv_sec = 0, .tv_usec = 50'000};
+    ASSERT_EQ(::setsockopt(pair.client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout), 0);
+    char buf[8];
+    errno = 0;
+    EXPECT_EQ(::read(pair.client, buf, sizeof buf), -1);
+    EXPECT_EQ(errno, EAGAIN);
+    std::thread writer([&] { EXPECT_EQ(::write(pair.server, "t", 1), 1); });
+    EXPECT_EQ(::read(pair.server == -1 ? -1 : pair.client, buf, sizeof buf), 1);
+    writer.join();
+  });
+  plain.join();
+
+  int from_fiber = -1;
+  Listener listener;
+  on_workers(1, [&] { from_fiber = connect_to(listener.port); });
+  ASSERT_GE(from_fiber, 0);
+  const int server = ::accept(listener.fd, nullptr, nullptr);
+  EXPECT_EQ(::fcntl(from_fiber, F_GETFL) & O_NONBLOCK, 0);
+  std::thread writer([&] { EXPECT_EQ(::write(server, "late", 4), 4); });
+  char buf[8];
+  EXPECT_EQ(::read(from_fiber, buf, sizeof buf), 4);  // blocks, no EAGAIN
+  writer.join();
+  ::close(server);
+  ::close(from_fiber);
+}
+
+}  // namespace

@@ -1,0 +1,116 @@
+#pragma once
+
+// Helpers of the tern::hook tests: a ticker fiber per worker that measures how late its 1 ms
+// sleeps wake (a worker blocked in a system call shows it), and plain-libc loopback sockets.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/runtime.h"
+#include "tern/fiber/wait_group.h"
+
+namespace hook_test {
+
+using namespace std::chrono_literals;
+
+// Upper bound of a ticker's lateness that a worker parked in fibers always meets, while a
+// worker blocked in a system call for the length of the test would not.
+inline constexpr auto kMaxLateness = 50ms;
+
+// One ticker fiber on each worker of the current runtime: each sleeps 1 ms at a time until
+// stop() and records the largest delay past its wake-up time. Start and stop from a fiber.
+class Tickers {
+ public:
+  Tickers() {
+    const std::size_t workers = tern::this_worker::count();
+    done_.add(workers);
+    for (std::size_t w = 0; w < workers; ++w) {
+      const tern::Result<void> posted = tern::post(w, [this] { tick(); });
+      if (!posted) done_.done();
+    }
+  }
+  Tickers(const Tickers&) = delete;
+  Tickers& operator=(const Tickers&) = delete;
+  ~Tickers() { stop(); }
+
+  // Stops the tickers and waits for them; the largest lateness any of them saw.
+  std::chrono::nanoseconds stop() {
+    stop_.store(true);
+    while (!done_.wait()) {  // an interrupt of this fiber: wait on
+    }
+    return std::chrono::nanoseconds(max_late_ns_.load());
+  }
+
+ private:
+  void tick() {
+    while (!stop_.load()) {
+      const tern::Deadline due = tern::deadline_after(1ms);
+      if (!tern::this_fiber::sleep_until(due)) break;
+      const auto late =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(tern::Clock::now() - due);
+      std::int64_t seen = max_late_ns_.load();
+      while (late.count() > seen && !max_late_ns_.compare_exchange_weak(seen, late.count())) {
+      }
+    }
+    done_.done();
+  }
+
+  std::atomic<bool> stop_{false};
+  std::atomic<std::int64_t> max_late_ns_{0};
+  tern::WaitGroup done_;
+};
+
+// A TCP listener on 127.0.0.1 with a kernel-chosen port, made with plain libc calls.
+struct Listener {
+  int fd = -1;
+  std::uint16_t port = 0;
+  Listener() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(fd, 1024) != 0)
+      return;
+    socklen_t length = sizeof address;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    port = ntohs(address.sin_port);
+  }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  ~Listener() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The loopback address of a port.
+inline sockaddr_in loopback(std::uint16_t port) {
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  return address;
+}
+
+// A blocking TCP socket connected to 127.0.0.1:port with plain libc calls, or -1.
+inline int connect_to(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const sockaddr_in address = loopback(port);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace hook_test
