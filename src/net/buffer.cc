@@ -2,6 +2,11 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
 #include "tern/base/assert.h"
 #include "tern/net/tcp_stream.h"
 
@@ -42,6 +47,44 @@ Result<std::size_t> Buffer::read_from(TcpStream& stream, Deadline deadline, std:
   Result<std::size_t> n = stream.read(writable(at_least), deadline);
   if (n) commit(*n);
   return n;
+}
+
+std::optional<std::size_t> Buffer::find(std::string_view delim, std::size_t from) const noexcept {
+  TERN_ASSERT(!delim.empty(), "tern::net::Buffer::find: the delimiter is empty");
+  const std::string_view bytes = text();
+  if (from >= bytes.size()) return std::nullopt;
+  const std::size_t at = bytes.find(delim, from);
+  if (at == std::string_view::npos) return std::nullopt;
+  return at + delim.size();
+}
+
+std::optional<std::string> Buffer::take_line(std::string_view delim) {
+  const std::optional<std::size_t> end = find(delim);
+  if (!end) return std::nullopt;
+  std::string line(text().substr(0, *end - delim.size()));
+  consume(*end);
+  return line;
+}
+
+Result<std::size_t> TcpStream::read_until(Buffer& buffer, std::string_view delim,
+                                          std::size_t max_bytes, Deadline deadline) {
+  TERN_ASSERT(!delim.empty(), "tern::net::TcpStream::read_until: the delimiter is empty");
+  // Bytes already searched: a delimiter that ends in new bytes starts at most delim.size() - 1
+  // bytes before them, so each byte is searched about once however the line arrives.
+  std::size_t searched = 0;
+  for (;;) {
+    if (const std::optional<std::size_t> end = buffer.find(delim, searched)) {
+      if (*end <= max_bytes) return *end;
+      break;
+    }
+    if (buffer.size() >= max_bytes) break;
+    searched = buffer.size() - std::min(buffer.size(), delim.size() - 1);
+    Result<std::size_t> n = buffer.read_from(*this, deadline);
+    if (!n) return fail(n.error());
+    if (*n == 0) return fail(Errc::eof);
+  }
+  return fail(with_context(std::make_error_code(std::errc::message_size),
+                           fmt::format("read_until: no delimiter within {} bytes", max_bytes)));
 }
 
 std::uint64_t load_big_endian(const std::byte* at, std::size_t width) noexcept {

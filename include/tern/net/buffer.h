@@ -6,6 +6,8 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "tern/base/clock.h"
 #include "tern/base/result.h"
@@ -27,6 +29,10 @@ class Buffer {
   std::span<const std::byte> readable() const noexcept {
     return {storage_.get() + begin_, end_ - begin_};
   }
+  // The readable bytes as text (a view into the buffer until it is consumed or written to).
+  std::string_view text() const noexcept {
+    return {reinterpret_cast<const char*>(storage_.get()) + begin_, end_ - begin_};
+  }
   std::size_t size() const noexcept { return end_ - begin_; }
   bool empty() const noexcept { return begin_ == end_; }
 
@@ -40,6 +46,15 @@ class Buffer {
   void append(std::span<const std::byte> bytes);
   // Drops everything.
   void clear() noexcept { begin_ = end_ = 0; }
+
+  // Where the readable bytes hold `delim` first, searching from offset `from`: the offset just
+  // past the delimiter (the length of the line, delimiter included), or std::nullopt. `delim`
+  // must not be empty.
+  std::optional<std::size_t> find(std::string_view delim, std::size_t from = 0) const noexcept;
+  // Takes the first line ending in `delim` out of the buffer: returns it without the delimiter
+  // and consumes it with the delimiter; std::nullopt (the buffer unchanged) when no complete
+  // line is there.
+  std::optional<std::string> take_line(std::string_view delim = "\n");
 
   // One read from stream into the free space (at least `at_least` bytes of it); returns the
   // bytes read, 0 at end of stream. Worker fibers only.

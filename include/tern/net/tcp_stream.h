@@ -14,10 +14,18 @@
 
 namespace tern::net {
 
+class Buffer;
+
 // A connected stream socket (TCP over IPv4/IPv6, or a Unix stream socket) whose calls park the
 // calling fiber, not its worker. Every call takes a deadline (tern::deadline_exceeded(), equal
 // to std::errc::timed_out) and is interruptible (operation_canceled). Move-only; use from worker
 // fibers of one worker at a time.
+//
+// One reader and one writer at once: a fiber may read (read, read_exact, readv, read_until,
+// wait_readable) while another fiber of the same worker writes (write, write_all, writev,
+// writev_all), full duplex. Two fibers reading at once, or two writing at once, are not allowed
+// (their bytes would interleave in no defined order), nor closing or moving the stream while
+// another fiber uses it; shutdown(SHUT_WR) from the writer while the reader reads is fine.
 class TcpStream {
  public:
   TcpStream() noexcept = default;
@@ -36,6 +44,16 @@ class TcpStream {
   Result<std::size_t> read(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
   // Reads exactly buf.size() bytes; Errc::eof if the stream ends first.
   Result<void> read_exact(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
+  // Reads into `buffer` until its readable bytes hold `delim` (asio's read_until); returns the
+  // offset just past the first delimiter, so the line is buffer.text().substr(0, n) and
+  // buffer.consume(n) drops it. Bytes after the delimiter stay in the buffer for the next call,
+  // which looks there first. A line (delimiter included) longer than max_bytes fails with
+  // std::errc::message_size; the end of the stream before a delimiter fails with Errc::eof (a
+  // partial line, if any, stays in the buffer). The deadline covers the whole call (without one,
+  // the stream's timeout bounds each read). Worker fibers only.
+  [[nodiscard]] Result<std::size_t> read_until(Buffer& buffer, std::string_view delim,
+                                               std::size_t max_bytes,
+                                               Deadline deadline = kNoDeadline);
   // Waits until a read would not wait (data, the peer's close or an error is there) without
   // reading anything: a server can take a read buffer only once a connection has data.
   Result<void> wait_readable(Deadline deadline = kNoDeadline);
