@@ -113,7 +113,7 @@ clean:
 # $(FUZZ_BUILD)/artifacts/<target>-*.
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD ?= build/fuzz
-FUZZ_TARGETS ?= rpc_frame address header16 admin_http
+FUZZ_TARGETS ?= rpc_frame address header16 admin_http rpc_server_connection
 .PHONY: fuzz
 define run_fuzzer
 	mkdir -p $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/artifacts
