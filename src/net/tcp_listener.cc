@@ -13,14 +13,10 @@
 
 #include "tern/io/io.h"
 #include "tern/log/peer_log.h"
-#include "tern/prof/counter.h"
 
 namespace tern::net {
 
 namespace {
-
-prof::Counter connections_accepted("net.connections_accepted",
-                                   "Connections accepted by tern::net listeners");
 
 Socket open_reserve() { return Socket(::open("/dev/null", O_RDONLY | O_CLOEXEC)); }
 
@@ -65,7 +61,6 @@ Result<TcpStream> TcpListener::accept(Address* peer, Deadline deadline) {
     Result<int> fd = io::accept(socket_.fd(), into.data(), &length, deadline);
     if (fd) {
       into.set_length(length);
-      connections_accepted.add();
       // The spare is lost when the descriptor freed for it went elsewhere (another thread, or a
       // limit lowered below it); descriptors are available again, so take one back.
       if (!reserve_.is_open()) reserve_ = open_reserve();

@@ -1,11 +1,17 @@
 #include "tern/net/tcp_server.h"
 
+#include <linux/tcp.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <unordered_set>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tern/base/assert.h"
+#include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
@@ -14,11 +20,23 @@
 
 namespace tern::net {
 
+namespace {
+
+// Bytes a connection had moved (received, plus sent and acknowledged) at the last check.
+struct Progress {
+  std::uint64_t moved = 0;
+  bool sampled = false;  // `moved` was read at the previous check (a whole interval ago)
+  bool cut = false;
+};
+
+}  // namespace
+
 // What the server keeps per worker; touched only on that worker.
 struct TcpServer::WorkerState {
   std::size_t index = 0;
-  TcpListener listener;                  // open on the workers that accept
-  std::unordered_set<int> open_streams;  // connections whose handler runs here
+  TcpListener listener;  // open on the workers that accept
+  // Connections whose handler runs here, with what the progress check last saw of them.
+  std::unordered_map<int, Progress> open_streams;
 };
 
 // What the server's fibers share; any thread.
@@ -28,10 +46,13 @@ struct TcpServer::Shared {
   std::atomic<std::uint64_t> rejected{0};
   std::atomic<std::uint64_t> accept_errors{0};
   std::atomic<std::uint64_t> open{0};
+  std::atomic<std::uint64_t> too_slow{0};
   std::atomic<std::size_t> next_worker{0};
   std::atomic<bool> stopping{false};
   WaitGroup acceptors;
   WaitGroup connections;
+  WaitGroup watchers;  // the progress checks, one per worker
+  Event stop_watching;
 };
 
 namespace {
@@ -42,6 +63,30 @@ prof::Counter connections_closed("net.connections_closed",
                                  "TcpServer connections whose handler returned (socket closed)");
 prof::Counter connections_rejected(
     "net.connections_rejected", "Connections a TcpServer closed at once (max_connections reached)");
+prof::Counter connections_accepted("net.connections_accepted",
+                                   "Connections a TcpServer accepted (handed to its handler)");
+prof::Counter connections_too_slow(
+    "net.connections_too_slow",
+    "TcpServer connections shut down for moving fewer than min_bytes_per_interval in an interval");
+
+// Bytes the kernel says the connection moved: received, plus sent and acknowledged; nullopt for
+// a socket that is not TCP.
+std::optional<std::uint64_t> bytes_moved(int fd) {
+  tcp_info info{};
+  socklen_t length = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return std::nullopt;
+  if (length < offsetof(tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received)
+    return std::nullopt;
+  return info.tcpi_bytes_received + info.tcpi_bytes_acked;
+}
+
+std::string peer_of(int fd) {
+  Address peer;
+  socklen_t length = Address::capacity();
+  if (::getpeername(fd, peer.data(), &length) != 0) return "an unknown peer";
+  peer.set_length(length);
+  return peer.to_string();
+}
 
 // Waits for group even if the calling fiber is interrupted (the fibers it waits for are
 // finishing in that case too).
@@ -89,6 +134,16 @@ Result<Address> TcpServer::start(const Address& address) {
     }
   }
   running_ = true;
+  if (options_.min_bytes_per_interval > 0 && options_.progress_interval.count() > 0) {
+    for (auto& state : shared_->workers) {
+      WorkerState* worker = state.get();
+      shared_->watchers.add();
+      if (!tern::post(worker->index, [this, worker] { watch_progress(*worker); })) {
+        shared_->watchers.done();
+        return fail(Errc::stopped);
+      }
+    }
+  }
   for (auto& state : shared_->workers) {
     if (!state->listener.is_open()) continue;
     shared_->acceptors.add();
@@ -131,6 +186,7 @@ void TcpServer::accept_loop(WorkerState& worker) {
       continue;
     }
     shared_->accepted.fetch_add(1, std::memory_order_relaxed);
+    connections_accepted.add();
     shared_->connections.add();
     const std::size_t target =
         options_.accept_mode == AcceptMode::round_robin
@@ -147,7 +203,7 @@ void TcpServer::accept_loop(WorkerState& worker) {
     } else {
       Result<Fiber> connection = try_spawn(
           [this, &worker, s = std::move(*stream)]() mutable { serve(std::move(s), worker); },
-          {.name = "connection"});
+          {.name = options_.name});
       if (connection) {
         connection->detach();
       } else {
@@ -166,8 +222,11 @@ void TcpServer::accept_loop(WorkerState& worker) {
 }
 
 void TcpServer::serve(TcpStream stream, WorkerState& worker) {
+  // A connection posted to another worker runs in the fiber that ran the post: give it the
+  // server's name there too.
+  this_fiber::set_name(options_.name);
   const int fd = stream.fd();
-  worker.open_streams.insert(fd);
+  worker.open_streams[fd] = Progress{};
   connections_open.add(1);
   if (options_.idle_timeout.count() > 0) stream.set_timeout(options_.idle_timeout);
   if (options_.send_buffer > 0) (void)stream.set_send_buffer(options_.send_buffer);
@@ -186,9 +245,45 @@ void TcpServer::serve(TcpStream stream, WorkerState& worker) {
   shared_->connections.done();
 }
 
+// Every progress_interval, shuts down this worker's connections that moved some bytes, but
+// fewer than min_bytes_per_interval, since the previous check. Until stop(). The worker's fiber.
+void TcpServer::watch_progress(WorkerState& worker) {
+  this_fiber::set_name(options_.name + "-progress");
+  const std::shared_ptr<Shared> shared = shared_;  // stop() waits for us; the state stays alive
+  const std::uint64_t minimum = options_.min_bytes_per_interval;
+  const std::chrono::milliseconds interval = options_.progress_interval;
+  for (;;) {
+    const Result<void> woken = shared->stop_watching.wait_for(interval);
+    if (woken || woken.error() != tern::deadline_exceeded() ||
+        shared->stopping.load(std::memory_order_acquire))
+      break;
+    for (auto& [fd, progress] : worker.open_streams) {
+      if (progress.cut) continue;
+      const std::optional<std::uint64_t> moved = bytes_moved(fd);
+      if (!moved) continue;
+      const std::uint64_t delta = *moved - progress.moved;
+      if (progress.sampled && delta > 0 && delta < minimum) {
+        progress.cut = true;
+        ::shutdown(fd, SHUT_RDWR);
+        shared->too_slow.fetch_add(1, std::memory_order_relaxed);
+        connections_too_slow.add();
+        TERN_PEER_LOG_WARN(
+            "{}: closing the connection from {}: it moved {} bytes in {} ms, under "
+            "min_bytes_per_interval {}",
+            options_.name, peer_of(fd), delta, interval.count(), minimum);
+      }
+      progress.moved = *moved;
+      progress.sampled = true;
+    }
+  }
+  shared->watchers.done();
+}
+
 std::size_t TcpServer::stop(Deadline grace) {
   if (!running_) return 0;
   shared_->stopping.store(true, std::memory_order_release);
+  shared_->stop_watching.set();
+  wait_all(shared_->watchers);
   for (auto& state : shared_->workers) {
     if (!state->listener.is_open()) continue;
     WorkerState* worker = state.get();
@@ -205,7 +300,7 @@ std::size_t TcpServer::stop(Deadline grace) {
       WorkerState* worker = state.get();
       cutting.add();
       const bool posted = static_cast<bool>(tern::post(worker->index, [worker, &shut, &cutting] {
-        for (int fd : worker->open_streams) {
+        for (const auto& [fd, progress] : worker->open_streams) {
           ::shutdown(fd, SHUT_RDWR);
           shut.fetch_add(1, std::memory_order_relaxed);
         }
@@ -227,6 +322,7 @@ ServerStats TcpServer::stats() const noexcept {
   stats.rejected = shared_->rejected.load(std::memory_order_relaxed);
   stats.accept_errors = shared_->accept_errors.load(std::memory_order_relaxed);
   stats.open = shared_->open.load(std::memory_order_relaxed);
+  stats.too_slow = shared_->too_slow.load(std::memory_order_relaxed);
   return stats;
 }
 

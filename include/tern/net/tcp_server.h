@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "tern/base/clock.h"
 #include "tern/base/result.h"
@@ -38,6 +39,16 @@ struct ServerOptions {
   // a peer that does not read parks once this much waits in the kernel (0: the kernel's default,
   // which grows on demand up to net.ipv4.tcp_wmem's maximum).
   int send_buffer = 0;
+  // Minimum progress, against peers that trickle (a byte a second keeps idle_timeout from ever
+  // firing): in every progress_interval in which a connection moves any bytes (received from the
+  // peer, or sent and acknowledged by it), it must move at least min_bytes_per_interval, or it is
+  // shut down, logged (a peer line) and counted in stats().too_slow. Intervals with no bytes at
+  // all are left to idle_timeout. TCP only (Unix sockets are not checked). 0: no check.
+  std::size_t min_bytes_per_interval = 0;
+  std::chrono::milliseconds progress_interval{10000};
+  // Names each connection's fiber on every worker (profiler, fiber dumps, log lines; up to 31
+  // characters are kept).
+  std::string name = "connection";
   ListenOptions listen{};
 };
 
@@ -47,6 +58,7 @@ struct ServerStats {
   std::uint64_t rejected = 0;       // closed at once because max_connections was reached
   std::uint64_t accept_errors = 0;  // failed accepts (e.g. out of file descriptors)
   std::uint64_t open = 0;           // connections whose handler is running
+  std::uint64_t too_slow = 0;       // shut down for moving too few bytes (min_bytes_per_interval)
 };
 
 // A TCP (or Unix stream) server on the current tern::Runtime: a fiber per connection runs the
@@ -80,6 +92,7 @@ class TcpServer {
   struct Shared;
   void accept_loop(WorkerState& worker);
   void serve(TcpStream stream, WorkerState& worker);
+  void watch_progress(WorkerState& worker);
   bool admit();
 
   ServerOptions options_;
