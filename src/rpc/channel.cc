@@ -15,6 +15,23 @@ namespace tern::rpc {
 
 namespace {
 
+// Debug builds: a channel used from a worker other than the one that opened it aborts, naming
+// the call (its connections, waiters and counters live on that worker and have no lock).
+void check_worker([[maybe_unused]] const Channel::Impl* impl,
+                  [[maybe_unused]] const char* operation) {
+#if TERN_DEBUG_CHECKS
+  if (impl == nullptr) return;
+  const std::size_t here = this_worker::index();
+  if (here != impl->owner_worker) {
+    TERN_FATAL(
+        "tern::rpc::Channel::{} called on worker {}, but the channel was opened on worker {}: a "
+        "Channel is used only from fibers of the worker that opened it (open one channel per "
+        "worker, or post the call to worker {})",
+        operation, here, impl->owner_worker, impl->owner_worker);
+  }
+#endif
+}
+
 std::string_view trim(std::string_view text) noexcept {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
@@ -115,6 +132,7 @@ void Channel::close() {
 }
 
 void Channel::start_async(std::move_only_function<void()> body) {
+  check_worker(impl_.get(), "call_async");
   impl_->async_calls.add();
   spawn([impl = impl_.get(), body = std::move(body)]() mutable {
     body();
@@ -265,6 +283,7 @@ Deadline call_deadline(const Channel::Impl& impl, const ClientContext& context) 
 Status Channel::call(ClientContext& context, std::string_view service, std::string_view method,
                      const google::protobuf::MessageLite& request,
                      google::protobuf::MessageLite& reply) {
+  check_worker(impl_.get(), "call");
   return call_on(*impl_, context, service, method, request, reply);
 }
 
@@ -346,6 +365,7 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
 
 Status Channel::notify(ClientContext& context, std::string_view service, std::string_view method,
                        const google::protobuf::MessageLite& request) {
+  check_worker(impl_.get(), "notify");
   Impl& impl = *impl_;
   ++impl.stats.calls;
   Status status;
@@ -375,6 +395,7 @@ Status Channel::notify(ClientContext& context, std::string_view service, std::st
 }
 
 Status Channel::wait_connected(Deadline deadline) {
+  check_worker(impl_.get(), "wait_connected");
   for (;;) {
     if (impl_->closing) return Status(StatusCode::cancelled, "the channel was closed");
     impl_->state_changed.reset();
@@ -386,6 +407,7 @@ Status Channel::wait_connected(Deadline deadline) {
 }
 
 ChannelStats Channel::stats() const {
+  check_worker(impl_.get(), "stats");
   ChannelStats stats = impl_->stats;
   stats.connected = 0;
   for (auto& endpoint : impl_->endpoints) {
@@ -397,6 +419,7 @@ ChannelStats Channel::stats() const {
 }
 
 std::vector<std::string> Channel::endpoints() const {
+  check_worker(impl_.get(), "endpoints");
   std::vector<std::string> names;
   for (auto& endpoint : impl_->endpoints) names.push_back(endpoint->name);
   return names;

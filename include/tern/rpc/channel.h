@@ -84,7 +84,8 @@ struct ChannelStats {
 // connections per endpoint, reconnects with backoff, checks health with pings, balances calls
 // (round robin or consistent hash) and retries idempotent calls on another endpoint. Calls block
 // the calling fiber only. A Channel belongs to the worker that opened it: call it from fibers of
-// that worker (open one per worker to spread calls over workers).
+// that worker (open one per worker to spread calls over workers); debug builds abort, naming the
+// call, when another worker uses it.
 class Channel {
  public:
   // Parses and resolves `targets` and starts connecting in the background; fails with
