@@ -30,7 +30,9 @@ std::optional<int> parse_command_line(int argc, char** argv, EchoOptions& option
   app.add_option("--max-connections", options.max_connections, "0: no limit");
   app.add_option("--duration", options.duration,
                  "stop after this many seconds (0: run until a signal)");
-  app.add_option("--max-payload", options.max_payload, "largest frame16/ttcp payload accepted")
+  app.add_option("--max-payload", options.max_payload,
+                 "largest frame16/ttcp payload accepted (a larger one closes the connection); "
+                 "payloads are streamed through the read buffer, never held whole")
       ->capture_default_str();
   app.add_option("--admin", options.admin, tools::kAdminOptionHelp);
   app.add_option("--idle-poll", options.idle_poll, tools::kIdlePollOptionHelp);
@@ -38,6 +40,14 @@ std::optional<int> parse_command_line(int argc, char** argv, EchoOptions& option
                  "close a connection whose reads and writes make no progress for this many "
                  "milliseconds (0: never)")
       ->capture_default_str();
+  app.add_option("--min-progress", options.min_progress,
+                 "close a connection that moves some bytes, but fewer than this many, in a "
+                 "--progress-interval (a client trickling a byte at a time; 0: no check)")
+      ->capture_default_str();
+  app.add_option("--progress-interval", options.progress_interval_ms,
+                 "the interval of --min-progress, milliseconds")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{3'600'000}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -22,7 +22,9 @@ struct EchoOptions {
   double duration = 0;
   std::size_t max_payload = 64 << 20;
   std::string admin;  // HOST:PORT of the admin endpoint (/metrics); empty: none
-  std::uint64_t idle_timeout_ms = 0;
+  std::uint64_t idle_timeout_ms = 300'000;
+  std::size_t min_progress = 64;  // bytes per progress interval (0: no check)
+  std::uint64_t progress_interval_ms = 10'000;
   std::string idle_poll;  // --idle-poll's text; empty: not given
 };
 

@@ -73,6 +73,8 @@ std::optional<EchoConfig> validate_options(const EchoOptions& options, std::stri
   config.duration_s = options.duration;
   config.max_payload = options.max_payload;
   config.idle_timeout = std::chrono::milliseconds(options.idle_timeout_ms);
+  config.min_progress = options.min_progress;
+  config.progress_interval = std::chrono::milliseconds(options.progress_interval_ms);
   return config;
 }
 

@@ -38,7 +38,9 @@ struct EchoConfig {
   double duration_s = 0;  // 0: until a signal
   std::size_t max_payload = 64 << 20;
   std::optional<net::Address> admin;
-  std::chrono::milliseconds idle_timeout{0};
+  std::chrono::milliseconds idle_timeout{300'000};
+  std::size_t min_progress = 64;  // bytes per progress_interval (0: no check)
+  std::chrono::milliseconds progress_interval{10'000};
   std::optional<std::chrono::microseconds> idle_poll;
 };
 

@@ -1,17 +1,29 @@
 #include "handlers.h"
 
+#include <algorithm>
 #include <array>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "../common/frame16_echo.h"
 #include "../common/header16.h"
+#include "tern/log/peer_log.h"
 #include "tern/net/buffer.h"
 
 namespace tern::echo {
+
+namespace {
+
+// The peer's address for a log line.
+std::string peer_of(const net::TcpStream& stream) {
+  Result<net::Address> peer = stream.peer_address();
+  return peer ? peer->to_string() : std::string("an unknown peer");
+}
+
+}  // namespace
 
 void echo_stream(net::TcpStream& stream, std::size_t buf_size) {
   // Not zeroed: a short-lived connection (report 004) would spend more on the memset than on I/O.
@@ -50,13 +62,13 @@ void frame16_stream(net::TcpStream& stream, std::size_t buf_size, std::size_t ma
     if (!replies.empty() && !stream.writev_all(replies)) return;
     const tools::Header16& header = echo.header();
     if (step.verdict == tools::Frame16Echo::Verdict::oversized) {
-      std::fprintf(stderr, "tern-echo: closing a connection: payload of %u bytes over %zu\n",
-                   header.len, max_payload);
+      TERN_PEER_LOG_WARN("frame16: closing the connection from {}: payload of {} bytes over {}",
+                         peer_of(stream), header.len, max_payload);
       return;
     }
     if (step.verdict == tools::Frame16Echo::Verdict::bad_header) {
-      std::fprintf(stderr, "tern-echo: closing a connection: bad header (ver %u, cmd %u)\n",
-                   header.ver, header.cmd);
+      TERN_PEER_LOG_WARN("frame16: closing the connection from {}: bad header (ver {}, cmd {})",
+                         peer_of(stream), header.ver, header.cmd);
       return;
     }
     kept = step.kept;
@@ -64,14 +76,25 @@ void frame16_stream(net::TcpStream& stream, std::size_t buf_size, std::size_t ma
   }
 }
 
-void ttcp_stream(net::TcpStream& stream, std::size_t max_payload) {
+void ttcp_stream(net::TcpStream& stream, std::size_t buf_size, std::size_t max_payload) {
+  // The payload only needs counting: it streams through one buffer of --buf bytes, so what a
+  // connection holds does not depend on the length a peer announces.
+  const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
+  const std::span<std::byte> buf(storage.get(), buf_size);
   std::array<std::byte, 4> length;
-  std::vector<std::byte> payload;
   while (stream.read_exact(length)) {
     const std::uint64_t size = net::load_big_endian(length.data(), 4);
-    if (size > max_payload) return;
-    payload.resize(size);
-    if (!stream.read_exact(payload) || !stream.write_all(length)) return;
+    if (size > max_payload) {
+      TERN_PEER_LOG_WARN("ttcp: closing the connection from {}: payload of {} bytes over {}",
+                         peer_of(stream), size, max_payload);
+      return;
+    }
+    for (std::uint64_t left = size; left > 0;) {
+      Result<std::size_t> n = stream.read(buf.first(std::min<std::uint64_t>(left, buf.size())));
+      if (!n || *n == 0) return;
+      left -= *n;
+    }
+    if (!stream.write_all(length)) return;
   }
 }
 
@@ -88,7 +111,7 @@ void serve_connection(net::TcpStream& stream, const EchoConfig& config) {
     case EchoMode::frame16:
       return frame16_stream(stream, config.buf, config.max_payload);
     case EchoMode::ttcp:
-      return ttcp_stream(stream, config.max_payload);
+      return ttcp_stream(stream, config.buf, config.max_payload);
   }
 }
 

@@ -18,12 +18,13 @@ void discard_stream(net::TcpStream& stream, std::size_t buf_size);
 
 // frame16: answers 16-byte-header messages (report 000; tools/common/frame16_echo.h): cmd 1 is
 // echoed with ack = syn, cmd 2 gets nothing. A malformed header or a payload over `max_payload`
-// closes the connection (after the replies to the messages before it), saying so on stderr.
+// closes the connection (after the replies to the messages before it), with a peer log line.
 void frame16_stream(net::TcpStream& stream, std::size_t buf_size, std::size_t max_payload);
 
 // ttcp: answers each message of a 4-byte big-endian length and its payload with the 4-byte length
-// (report 002); a length over `max_payload` closes the connection.
-void ttcp_stream(net::TcpStream& stream, std::size_t max_payload);
+// (report 002); a length over `max_payload` closes the connection. The payload streams through
+// one buffer of `buf_size` bytes: what a connection holds never depends on the announced length.
+void ttcp_stream(net::TcpStream& stream, std::size_t buf_size, std::size_t max_payload);
 
 // The whole life of one connection under `config`: waits for its first bytes (an idle
 // connection holds no read buffer), sets TCP_NODELAY and runs the mode's function. The

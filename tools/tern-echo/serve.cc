@@ -6,6 +6,7 @@
 #include <string>
 
 #include "../common/admin_option.h"
+#include "../common/server_log.h"
 #include "handlers.h"
 #include "tern/admin/admin_server.h"
 #include "tern/fiber/runtime.h"
@@ -31,6 +32,9 @@ int run_server(const EchoConfig& config) {
   options.accept_mode = config.accept;
   options.max_connections = config.max_connections;
   options.idle_timeout = config.idle_timeout;
+  options.min_bytes_per_interval = config.min_progress;
+  options.progress_interval = config.progress_interval;
+  options.name = std::string("echo-") + to_string(config.mode);
   net::TcpServer server(options,
                         [&config](net::TcpStream& stream) { serve_connection(stream, config); });
   Result<net::Address> bound = server.start(config.address);
@@ -54,15 +58,19 @@ int run_server(const EchoConfig& config) {
   const std::size_t cut = server.stop(deadline_after(1s));
   admin.stop();
   const net::ServerStats stats = server.stats();
-  std::printf("tern-echo: stopped; %llu connections served, %llu rejected, %zu cut at shutdown\n",
-              static_cast<unsigned long long>(stats.accepted),
-              static_cast<unsigned long long>(stats.rejected), cut);
+  std::printf(
+      "tern-echo: stopped; %llu connections served, %llu rejected, %llu too slow, %zu cut at "
+      "shutdown\n",
+      static_cast<unsigned long long>(stats.accepted),
+      static_cast<unsigned long long>(stats.rejected),
+      static_cast<unsigned long long>(stats.too_slow), cut);
   return 0;
 }
 
 }  // namespace
 
 int serve(const EchoConfig& config) {
+  if (!tools::start_server_log("tern-echo")) return 1;
   // From here on SIGINT and SIGTERM wait for wait_until_stopped instead of ending the process.
   io::block_stop_signals();
   Runtime runtime({.workers = config.threads,
