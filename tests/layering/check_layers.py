@@ -31,6 +31,7 @@ LAYERS = {
     "hook": {"io", "fiber", "log", "prof", "base"},
     "admin": {"net", "io", "fiber", "log", "prof", "base"},
     "rpc": {"net", "io", "fiber", "log", "prof", "base"},
+    "tls": {"net", "io", "fiber", "log", "prof", "base"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

@@ -1,0 +1,121 @@
+#include "tern/tls/tls_server.h"
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include "tern/log/log.h"
+#include "tern/prof/counter.h"
+#include "tern/tls/tls_error.h"
+
+namespace tern::tls {
+
+namespace {
+
+prof::Counter handshakes_done("tls.handshakes", "TLS handshakes a TlsServer completed");
+prof::Counter handshakes_resumed("tls.handshakes_resumed",
+                                 "TLS handshakes a TlsServer completed by resuming a session");
+prof::Counter rejected_not_tls(
+    "tls.rejected_not_tls",
+    "TLS connections refused: not TLS, no common version or cipher, malformed handshake");
+prof::Counter rejected_certificate(
+    "tls.rejected_certificate", "TLS connections refused for a missing or bad client certificate");
+prof::Counter handshake_timeouts("tls.handshake_timeouts",
+                                 "TLS connections cut because the handshake took too long");
+prof::Counter handshake_closed("tls.handshake_closed",
+                               "TLS connections the client closed or reset during the handshake");
+
+// Logs at WARN at most once a second; the lines held back are counted in the next. Any thread.
+void log_rate_limited(const std::string& message) {
+  static std::atomic<std::int64_t> last_second{-1};
+  static std::atomic<std::uint64_t> held_back{0};
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+  std::int64_t previous = last_second.load(std::memory_order_relaxed);
+  if (previous == now || !last_second.compare_exchange_strong(previous, now)) {
+    held_back.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (const std::uint64_t skipped = held_back.exchange(0, std::memory_order_relaxed))
+    TERN_LOG_WARN("{} (and {} similar messages)", message, skipped);
+  else
+    TERN_LOG_WARN("{}", message);
+}
+
+}  // namespace
+
+struct TlsServer::Counts {
+  std::atomic<std::uint64_t> handshakes{0};
+  std::atomic<std::uint64_t> resumed{0};
+  std::atomic<std::uint64_t> not_tls{0};
+  std::atomic<std::uint64_t> certificate{0};
+  std::atomic<std::uint64_t> timeouts{0};
+  std::atomic<std::uint64_t> closed{0};
+};
+
+TlsServer::TlsServer(TlsContext context, TlsServerOptions options, Handler handler)
+    : context_(std::move(context)),
+      options_(options),
+      handler_(std::move(handler)),
+      counts_(std::make_unique<Counts>()),
+      tcp_(options.tcp, [this](net::TcpStream& tcp) { serve(tcp); }) {}
+
+TlsServer::~TlsServer() = default;
+
+Result<net::Address> TlsServer::start(const net::Address& address) {
+  if (!context_.is_server())
+    return fail(
+        with_explanation(make_error_code(TlsErrc::config), "TlsServer needs a server TlsContext"));
+  return tcp_.start(address);
+}
+
+std::size_t TlsServer::stop(Deadline grace) { return tcp_.stop(grace); }
+
+void TlsServer::serve(net::TcpStream& tcp) {
+  const Result<net::Address> peer = tcp.peer_address();
+  const Deadline deadline = deadline_after(options_.handshake_timeout);
+  Result<TlsStream> stream = TlsStream::accept(std::move(tcp), context_, deadline);
+  if (!stream) {
+    const std::error_code error = stream.error();
+    if (error == std::errc::operation_canceled) return;  // the server is stopping
+    const auto relaxed = std::memory_order_relaxed;
+    if (error == std::errc::timed_out) {
+      counts_->timeouts.fetch_add(1, relaxed);
+      handshake_timeouts.add();
+    } else if (error == TlsErrc::certificate) {
+      counts_->certificate.fetch_add(1, relaxed);
+      rejected_certificate.add();
+    } else if (error == TlsErrc::handshake) {
+      counts_->not_tls.fetch_add(1, relaxed);
+      rejected_not_tls.add();
+    } else {
+      counts_->closed.fetch_add(1, relaxed);
+      handshake_closed.add();
+    }
+    log_rate_limited("TLS client " + (peer ? peer->to_string() : std::string("(unknown)")) +
+                     " refused: " + error.message());
+    return;
+  }
+  counts_->handshakes.fetch_add(1, std::memory_order_relaxed);
+  handshakes_done.add();
+  if (stream->resumed()) {
+    counts_->resumed.fetch_add(1, std::memory_order_relaxed);
+    handshakes_resumed.add();
+  }
+  handler_(*stream);
+}
+
+TlsServerStats TlsServer::stats() const noexcept {
+  TlsServerStats stats;
+  stats.tcp = tcp_.stats();
+  stats.handshakes = counts_->handshakes.load(std::memory_order_relaxed);
+  stats.resumed = counts_->resumed.load(std::memory_order_relaxed);
+  stats.rejected_not_tls = counts_->not_tls.load(std::memory_order_relaxed);
+  stats.rejected_certificate = counts_->certificate.load(std::memory_order_relaxed);
+  stats.handshake_timeouts = counts_->timeouts.load(std::memory_order_relaxed);
+  stats.handshake_closed = counts_->closed.load(std::memory_order_relaxed);
+  return stats;
+}
+
+}  // namespace tern::tls

@@ -1,0 +1,478 @@
+#include "tern/tls/tls_stream.h"
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <array>
+#include <mutex>
+#include <utility>
+
+#include "context_state.h"
+#include "openssl_error.h"
+#include "tern/base/assert.h"
+#include "tern/fiber/mutex.h"
+#include "tern/tls/tls_error.h"
+
+namespace tern::tls {
+
+namespace {
+
+// Plaintext handed to SSL_write at a time: four full records, so a large write is encrypted
+// and sent in pieces instead of buffered whole.
+constexpr std::size_t kWriteChunk = 64 * 1024;
+// Ciphertext read from the socket at a time.
+constexpr std::size_t kReadChunk = 32 * 1024;
+
+bool is_ip_address(const std::string& name) {
+  unsigned char address[sizeof(in6_addr)];
+  return inet_pton(AF_INET, name.c_str(), address) == 1 ||
+         inet_pton(AF_INET6, name.c_str(), address) == 1;
+}
+
+bool is_certificate_reason(int reason) {
+  switch (reason) {
+    case SSL_R_CERTIFICATE_VERIFY_FAILED:
+    case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+struct TlsStream::Impl {
+  net::TcpStream tcp;
+  std::shared_ptr<detail::ContextState> state;
+  std::shared_ptr<const detail::Generation> generation;
+  detail::SslLink link;
+  SSL* ssl = nullptr;
+  BIO* in = nullptr;   // ciphertext from the peer, owned by ssl
+  BIO* out = nullptr;  // ciphertext to the peer, owned by ssl
+  Mutex write_mutex;   // one flush at a time, so records leave in order
+  std::unique_ptr<std::byte[]> read_buffer;
+  std::unique_ptr<std::byte[]> write_buffer;
+  bool eof = false;        // the socket read end of stream
+  std::error_code broken;  // a fatal error: every later call fails with it
+
+  ~Impl() {
+    // OpenSSL forgets the session of a connection freed without close_notify, unless it is
+    // told the close was ours: a stream dropped without an error stays resumable.
+    if (ssl != nullptr && !broken && SSL_is_init_finished(ssl))
+      SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_SENT_SHUTDOWN);
+    SSL_free(ssl);
+  }
+
+  // Makes the SSL over memory buffers. Worker fibers only.
+  Result<void> set_up(const TlsContext& context);
+  Result<void> flush(Deadline deadline);
+  Result<void> fill(Deadline deadline);
+  Result<void> handshake(Deadline deadline);
+  std::error_code handshake_error(int ssl_error);
+  Result<std::size_t> read(std::span<std::byte> buf, Deadline deadline);
+  Result<void> write(std::span<const std::byte> buf, Deadline deadline);
+  // Sends what a failing call left in `out` (an alert), without waiting long for it.
+  void send_alert();
+};
+
+Result<void> TlsStream::Impl::flush(Deadline deadline) {
+  std::lock_guard lock(write_mutex);
+  while (BIO_ctrl_pending(out) > 0) {
+    if (!write_buffer) write_buffer = std::make_unique<std::byte[]>(kWriteChunk + 1024);
+    const int n = BIO_read(out, write_buffer.get(), static_cast<int>(kWriteChunk + 1024));
+    if (n <= 0) break;
+    if (Result<void> sent =
+            tcp.write_all(std::span(write_buffer.get(), static_cast<std::size_t>(n)), deadline);
+        !sent) {
+      // Part of a record may have left: the stream cannot go on.
+      broken = sent.error();
+      return sent;
+    }
+  }
+  return {};
+}
+
+Result<void> TlsStream::Impl::fill(Deadline deadline) {
+  if (!read_buffer) read_buffer = std::make_unique<std::byte[]>(kReadChunk);
+  Result<std::size_t> n = tcp.read(std::span(read_buffer.get(), kReadChunk), deadline);
+  if (!n) return fail(n.error());
+  if (*n == 0) {
+    eof = true;
+    BIO_set_mem_eof_return(in, 0);  // OpenSSL now sees the end of the stream
+    return {};
+  }
+  BIO_write(in, read_buffer.get(), static_cast<int>(*n));
+  return {};
+}
+
+void TlsStream::Impl::send_alert() {
+  if (BIO_ctrl_pending(out) == 0 || !tcp.is_open()) return;
+  (void)flush(deadline_after(std::chrono::milliseconds(100)));  // best effort: we are failing
+}
+
+std::error_code TlsStream::Impl::handshake_error(int ssl_error) {
+  const int reason = detail::first_openssl_reason();
+  std::string detail = detail::drain_openssl_errors();
+  const long verify = SSL_get_verify_result(ssl);
+  if (verify != X509_V_OK) {
+    std::string text = X509_verify_cert_error_string(verify);
+    if (!detail.empty()) text += " (" + detail + ")";
+    return detail::tls_error(TlsErrc::certificate, "TLS handshake", text);
+  }
+  if (is_certificate_reason(reason))
+    return detail::tls_error(TlsErrc::certificate, "TLS handshake", detail);
+  if (eof && (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING || detail.empty()))
+    return detail::tls_error(TlsErrc::truncated, "TLS handshake",
+                             "the peer closed the connection before the handshake finished");
+  if (detail.empty())
+    detail = ssl_error == SSL_ERROR_SYSCALL ? "socket error" : "unknown OpenSSL error";
+  return detail::tls_error(TlsErrc::handshake, "TLS handshake", detail);
+}
+
+Result<void> TlsStream::Impl::handshake(Deadline deadline) {
+  for (;;) {
+    ERR_clear_error();
+    const int done = SSL_do_handshake(ssl);
+    if (done == 1) return flush(deadline);
+    const int error = SSL_get_error(ssl, done);
+    if (error == SSL_ERROR_WANT_READ && !eof) {
+      if (Result<void> sent = flush(deadline); !sent)
+        return fail(with_context(sent.error(), "TLS handshake"));
+      if (Result<void> got = fill(deadline); !got) {
+        broken = got.error();
+        return fail(with_context(got.error(), "TLS handshake"));
+      }
+      continue;
+    }
+    broken = handshake_error(error);
+    send_alert();
+    return fail(broken);
+  }
+}
+
+Result<std::size_t> TlsStream::Impl::read(std::span<std::byte> buf, Deadline deadline) {
+  if (broken) return fail(broken);
+  if (buf.empty()) return 0;
+  for (;;) {
+    ERR_clear_error();
+    std::size_t got = 0;
+    const int ok = SSL_read_ex(ssl, buf.data(), buf.size(), &got);
+    if (ok == 1) {
+      if (BIO_ctrl_pending(out) > 0) {
+        if (Result<void> sent = flush(deadline); !sent) return fail(sent.error());
+      }
+      return got;
+    }
+    const int error = SSL_get_error(ssl, ok);
+    if (error == SSL_ERROR_ZERO_RETURN) {
+      ERR_clear_error();
+      return 0;  // close_notify: a clean end of stream
+    }
+    if (error == SSL_ERROR_WANT_READ && !eof) {
+      if (BIO_ctrl_pending(out) > 0) {
+        if (Result<void> sent = flush(deadline); !sent) return fail(sent.error());
+      }
+      if (Result<void> filled = fill(deadline); !filled) return fail(filled.error());
+      continue;
+    }
+    const int reason = detail::first_openssl_reason();
+    std::string detail = detail::drain_openssl_errors();
+    if (eof && (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING || detail.empty())) {
+      broken = detail::tls_error(TlsErrc::truncated, "TLS read",
+                                 "the peer closed the connection without close_notify");
+    } else {
+      broken = detail::tls_error(TlsErrc::protocol, "TLS read",
+                                 detail.empty() ? "unknown OpenSSL error" : detail);
+    }
+    send_alert();
+    return fail(broken);
+  }
+}
+
+Result<void> TlsStream::Impl::write(std::span<const std::byte> buf, Deadline deadline) {
+  if (broken) return fail(broken);
+  while (!buf.empty()) {
+    const std::size_t chunk = std::min(buf.size(), kWriteChunk);
+    ERR_clear_error();
+    std::size_t written = 0;
+    if (SSL_write_ex(ssl, buf.data(), chunk, &written) != 1) {
+      std::string detail = detail::drain_openssl_errors();
+      broken = detail::tls_error(TlsErrc::protocol, "TLS write",
+                                 detail.empty() ? "unknown OpenSSL error" : detail);
+      send_alert();
+      return fail(broken);
+    }
+    buf = buf.subspan(written);
+    if (Result<void> sent = flush(deadline); !sent) return sent;
+  }
+  return {};
+}
+
+TlsStream::TlsStream() noexcept = default;
+TlsStream::TlsStream(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+TlsStream::TlsStream(TlsStream&&) noexcept = default;
+TlsStream& TlsStream::operator=(TlsStream&&) noexcept = default;
+TlsStream::~TlsStream() = default;
+
+Result<void> TlsStream::Impl::set_up(const TlsContext& context) {
+  Impl& impl = *this;
+  if (!context.is_valid())
+    return fail(detail::tls_error(TlsErrc::config, "TLS stream", "no context"));
+  impl.state = context.state();
+  Result<SSL*> ssl = detail::new_ssl(*impl.state, impl.generation);
+  if (!ssl) return fail(ssl.error());
+  impl.ssl = *ssl;
+  impl.in = BIO_new(BIO_s_mem());
+  impl.out = BIO_new(BIO_s_mem());
+  if (impl.in == nullptr || impl.out == nullptr) {
+    BIO_free(impl.in);
+    BIO_free(impl.out);
+    impl.in = impl.out = nullptr;
+    return fail(detail::tls_error(TlsErrc::config, "TLS stream", "no memory for buffers"));
+  }
+  SSL_set_bio(impl.ssl, impl.in, impl.out);
+  impl.link.state = impl.state.get();
+  SSL_set_ex_data(impl.ssl, detail::link_index(), &impl.link);
+  return {};
+}
+
+Result<TlsStream> TlsStream::connect(net::TcpStream tcp, const TlsContext& context,
+                                     std::string_view server_name, Deadline handshake_deadline) {
+  auto impl = std::make_unique<Impl>();
+  impl->tcp = std::move(tcp);
+  if (context.is_server())
+    return fail(detail::tls_error(TlsErrc::config, "TLS connect", "a server context"));
+  if (Result<void> made = impl->set_up(context); !made) return fail(made.error());
+  const std::string name(server_name);
+  const ClientConfig& config = impl->state->client_config;
+  SSL_set_connect_state(impl->ssl);
+  if (!name.empty() && !is_ip_address(name)) SSL_set_tlsext_host_name(impl->ssl, name.c_str());
+  if (config.verify_peer) {
+    if (name.empty())
+      return fail(
+          detail::tls_error(TlsErrc::config, "TLS connect", "verifying the server needs its name"));
+    const int set = is_ip_address(name)
+                        ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(impl->ssl), name.c_str())
+                        : SSL_set1_host(impl->ssl, name.c_str());
+    if (set != 1)
+      return fail(detail::tls_error(TlsErrc::config, "TLS connect to " + name,
+                                    detail::drain_openssl_errors()));
+  }
+  impl->link.session_key = name;
+  if (config.session_resumption) {
+    if (detail::SessionPtr session = impl->state->session(name))
+      SSL_set_session(impl->ssl, session.get());
+  }
+  if (Result<void> done = impl->handshake(handshake_deadline); !done) return fail(done.error());
+  return TlsStream(std::move(impl));
+}
+
+Result<TlsStream> TlsStream::connect(std::string_view host_port, const TlsContext& context,
+                                     Deadline deadline) {
+  std::string_view host = host_port.substr(0, host_port.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  Result<net::TcpStream> tcp = net::TcpStream::connect(host_port, deadline);
+  if (!tcp) return fail(tcp.error());
+  return connect(std::move(*tcp), context, host, deadline);
+}
+
+Result<TlsStream> TlsStream::accept(net::TcpStream tcp, const TlsContext& context,
+                                    Deadline handshake_deadline) {
+  auto impl = std::make_unique<Impl>();
+  impl->tcp = std::move(tcp);
+  if (context.is_valid() && !context.is_server())
+    return fail(detail::tls_error(TlsErrc::config, "TLS accept", "a client context"));
+  if (Result<void> made = impl->set_up(context); !made) return fail(made.error());
+  SSL_set_accept_state(impl->ssl);
+  if (Result<void> done = impl->handshake(handshake_deadline); !done) return fail(done.error());
+  return TlsStream(std::move(impl));
+}
+
+Result<std::size_t> TlsStream::read(std::span<std::byte> buf, Deadline deadline) {
+  if (!impl_) return fail(make_error_code(TlsErrc::closed));
+  return impl_->read(buf, deadline);
+}
+
+Result<void> TlsStream::read_exact(std::span<std::byte> buf, Deadline deadline) {
+  while (!buf.empty()) {
+    Result<std::size_t> n = read(buf, deadline);
+    if (!n) return fail(n.error());
+    if (*n == 0) return fail(Errc::eof);
+    buf = buf.subspan(*n);
+  }
+  return {};
+}
+
+Result<std::size_t> TlsStream::readv(std::span<const iovec> iov, Deadline deadline) {
+  if (!impl_) return fail(make_error_code(TlsErrc::closed));
+  std::size_t total = 0;
+  for (const iovec& piece : iov) {
+    if (piece.iov_len == 0) continue;
+    std::span<std::byte> buf(static_cast<std::byte*>(piece.iov_base), piece.iov_len);
+    if (total > 0) {
+      // Only what is decrypted or received already: never wait once some bytes are in.
+      if (SSL_pending(impl_->ssl) == 0 && BIO_ctrl_pending(impl_->in) == 0) break;
+      ERR_clear_error();
+      std::size_t got = 0;
+      if (SSL_read_ex(impl_->ssl, buf.data(), buf.size(), &got) != 1) {
+        ERR_clear_error();  // the next read reports it
+        break;
+      }
+      total += got;
+      if (got < buf.size()) break;
+      continue;
+    }
+    Result<std::size_t> n = impl_->read(buf, deadline);
+    if (!n) return n;
+    if (*n == 0) return 0;
+    total = *n;
+    if (*n < buf.size()) break;
+  }
+  return total;
+}
+
+Result<std::size_t> TlsStream::write(std::span<const std::byte> buf, Deadline deadline) {
+  if (Result<void> done = write_all(buf, deadline); !done) return fail(done.error());
+  return buf.size();
+}
+
+Result<void> TlsStream::write_all(std::span<const std::byte> buf, Deadline deadline) {
+  if (!impl_) return fail(make_error_code(TlsErrc::closed));
+  return impl_->write(buf, deadline);
+}
+
+Result<std::size_t> TlsStream::writev(std::span<const iovec> iov, Deadline deadline) {
+  if (!impl_) return fail(make_error_code(TlsErrc::closed));
+  if (impl_->broken) return fail(impl_->broken);
+  // Every piece is encrypted into the outgoing buffer, then the lot leaves in one flush
+  // (one socket write for a header and a body).
+  std::size_t total = 0;
+  std::size_t buffered = 0;
+  for (const iovec& piece : iov) {
+    std::span<const std::byte> buf(static_cast<const std::byte*>(piece.iov_base), piece.iov_len);
+    while (!buf.empty()) {
+      const std::size_t chunk = std::min(buf.size(), kWriteChunk);
+      ERR_clear_error();
+      std::size_t written = 0;
+      if (SSL_write_ex(impl_->ssl, buf.data(), chunk, &written) != 1) {
+        std::string detail = detail::drain_openssl_errors();
+        impl_->broken = detail::tls_error(TlsErrc::protocol, "TLS write",
+                                          detail.empty() ? "unknown OpenSSL error" : detail);
+        impl_->send_alert();
+        return fail(impl_->broken);
+      }
+      buf = buf.subspan(written);
+      total += written;
+      buffered += written;
+      if (buffered >= kWriteChunk) {
+        if (Result<void> sent = impl_->flush(deadline); !sent) return fail(sent.error());
+        buffered = 0;
+      }
+    }
+  }
+  if (Result<void> sent = impl_->flush(deadline); !sent) return fail(sent.error());
+  return total;
+}
+
+Result<void> TlsStream::writev_all(std::span<iovec> iov, Deadline deadline) {
+  Result<std::size_t> n = writev(iov, deadline);
+  if (!n) return fail(n.error());
+  return {};
+}
+
+Result<void> TlsStream::shutdown(int how, Deadline deadline) {
+  if (!impl_) return fail(make_error_code(TlsErrc::closed));
+  if (!impl_->broken) {
+    ERR_clear_error();
+    (void)SSL_shutdown(impl_->ssl);  // queues close_notify; the peer's is not waited for
+    ERR_clear_error();
+    if (Result<void> sent = impl_->flush(deadline); !sent) return sent;
+  }
+  return impl_->tcp.shutdown(how);
+}
+
+void TlsStream::close() noexcept {
+  if (impl_) impl_->tcp.close();
+}
+
+bool TlsStream::is_open() const noexcept { return impl_ && impl_->tcp.is_open(); }
+
+void TlsStream::set_timeout(std::chrono::nanoseconds timeout) noexcept {
+  if (impl_) impl_->tcp.set_timeout(timeout);
+}
+
+PeerIdentity TlsStream::peer_identity() const {
+  PeerIdentity identity;
+  if (!impl_) return identity;
+  X509* certificate = SSL_get0_peer_certificate(impl_->ssl);
+  if (certificate == nullptr) return identity;
+  identity.has_certificate = true;
+  identity.verified = (SSL_get_verify_mode(impl_->ssl) & SSL_VERIFY_PEER) != 0 &&
+                      SSL_get_verify_result(impl_->ssl) == X509_V_OK;
+  if (BIO* text = BIO_new(BIO_s_mem())) {
+    X509_NAME_print_ex(text, X509_get_subject_name(certificate), 0, XN_FLAG_RFC2253);
+    char* data = nullptr;
+    const long size = BIO_get_mem_data(text, &data);
+    if (size > 0) identity.subject.assign(data, static_cast<std::size_t>(size));
+    BIO_free(text);
+  }
+  auto* names = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(certificate, NID_subject_alt_name, nullptr, nullptr));
+  if (names != nullptr) {
+    for (int i = 0; i < sk_GENERAL_NAME_num(names); ++i) {
+      const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
+      if (name->type == GEN_DNS || name->type == GEN_URI || name->type == GEN_EMAIL) {
+        const ASN1_STRING* value = name->d.ia5;
+        identity.names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(value)),
+                                    static_cast<std::size_t>(ASN1_STRING_length(value)));
+      } else if (name->type == GEN_IPADD) {
+        const ASN1_OCTET_STRING* value = name->d.iPAddress;
+        char text[INET6_ADDRSTRLEN] = {};
+        const int length = ASN1_STRING_length(value);
+        const int family = length == 4 ? AF_INET : length == 16 ? AF_INET6 : 0;
+        if (family != 0 &&
+            inet_ntop(family, ASN1_STRING_get0_data(value), text, sizeof text) != nullptr)
+          identity.names.emplace_back(text);
+      }
+    }
+    GENERAL_NAMES_free(names);
+  }
+  return identity;
+}
+
+std::string TlsStream::alpn() const {
+  if (!impl_) return {};
+  const unsigned char* data = nullptr;
+  unsigned int length = 0;
+  SSL_get0_alpn_selected(impl_->ssl, &data, &length);
+  return data == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(data), length);
+}
+
+bool TlsStream::resumed() const noexcept { return impl_ && SSL_session_reused(impl_->ssl) == 1; }
+
+std::string TlsStream::version() const { return impl_ ? SSL_get_version(impl_->ssl) : ""; }
+
+std::string TlsStream::server_name() const {
+  if (!impl_) return {};
+  const char* name = SSL_get_servername(impl_->ssl, TLSEXT_NAMETYPE_host_name);
+  return name == nullptr ? std::string() : std::string(name);
+}
+
+net::TcpStream& TlsStream::tcp() noexcept {
+  TERN_ASSERT(impl_ != nullptr, "TlsStream::tcp() on an empty stream");
+  return impl_->tcp;
+}
+
+}  // namespace tern::tls

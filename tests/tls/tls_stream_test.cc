@@ -1,0 +1,499 @@
+// tern::tls contexts and streams over real loopback sockets, on the backend TERN_IO names (ctest
+// runs this binary once per backend): echo and data integrity in both directions at once,
+// verification of the server (expired, wrong host, self-signed, IP names) and of clients
+// (mutual TLS), ALPN, SNI, session resumption, PEM in memory, configuration errors, deadlines,
+// cancellation, close_notify against truncation, and the stream-generic framing code.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net_test_util.h"
+#include "tern/fiber/fiber.h"
+#include "tern/net/tcp_listener.h"
+#include "tern/tls/byte_stream.h"
+#include "tern/tls/tls_context.h"
+#include "tern/tls/tls_error.h"
+#include "tern/tls/tls_server.h"
+#include "tern/tls/tls_stream.h"
+#include "tls_test_util.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using tern::net::Address;
+using tern::net::TcpStream;
+using tern::tls::Certificate;
+using tern::tls::ClientAuth;
+using tern::tls::ClientConfig;
+using tern::tls::ServerConfig;
+using tern::tls::TlsContext;
+using tern::tls::TlsErrc;
+using tern::tls::TlsServer;
+using tern::tls::TlsStream;
+using tern_test::bytes_of;
+using tern_test::Defer;
+using tern_test::Fnv64;
+using tern_test::patience;
+using tern_test::run_on;
+using tern_test::text_of;
+using tern_tls_test::Certs;
+
+const Certs& certs() { return Certs::get(); }
+
+TlsContext server_context(const std::string& name = "server", ServerConfig config = {}) {
+  config.certificates.insert(config.certificates.begin(),
+                             Certificate::files(certs().crt(name), certs().key(name)));
+  tern::Result<TlsContext> context = TlsContext::server(std::move(config));
+  EXPECT_TRUE(context) << context.error().message();
+  return context ? *context : TlsContext();
+}
+
+TlsContext client_context(ClientConfig config = {}) {
+  if (config.ca_file.empty() && config.ca_pem.empty()) config.ca_file = certs().ca();
+  tern::Result<TlsContext> context = TlsContext::client(std::move(config));
+  EXPECT_TRUE(context) << context.error().message();
+  return context ? *context : TlsContext();
+}
+
+// Echoes until the peer closes, then sends close_notify.
+void echo_handler(TlsStream& stream) {
+  std::array<std::byte, 16384> buffer;
+  if (tern::Result<std::uint64_t> echoed = tern::tls::echo(stream, buffer); echoed)
+    (void)stream.shutdown();
+}
+
+// A TlsServer on 127.0.0.1 (port 0), stopped when this goes away. Worker fibers only.
+class Server {
+ public:
+  Server(TlsContext context, TlsServer::Handler handler = echo_handler,
+         tern::tls::TlsServerOptions options = {})
+      : server_(std::move(context), options, std::move(handler)) {
+    tern::Result<Address> bound = server_.start(Address::loopback(0));
+    EXPECT_TRUE(bound) << bound.error().message();
+    if (bound) address_ = *bound;
+  }
+  ~Server() { server_.stop(tern::deadline_after(1s)); }
+  const Address& address() const { return address_; }
+  std::string host_port(const std::string& host = "localhost") const {
+    return host + ":" + std::to_string(address_.port());
+  }
+  TlsServer& server() { return server_; }
+
+ private:
+  TlsServer server_;
+  Address address_;
+};
+
+tern::Result<TlsStream> connect(const Server& server, const TlsContext& context,
+                                const std::string& name = "localhost") {
+  tern::Result<TcpStream> tcp = TcpStream::connect(server.address(), patience());
+  if (!tcp) return tern::fail(tcp.error());
+  return TlsStream::connect(std::move(*tcp), context, name, patience());
+}
+
+// Writes text and reads the same number of bytes back.
+std::string round_trip(TlsStream& stream, const std::string& text) {
+  if (tern::Result<void> sent = stream.write_all(bytes_of(text), patience()); !sent)
+    return "write: " + sent.error().message();
+  std::string back(text.size(), '\0');
+  if (tern::Result<void> got =
+          stream.read_exact(std::as_writable_bytes(std::span(back)), patience());
+      !got)
+    return "read: " + got.error().message();
+  return back;
+}
+
+class TlsStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(certs().ok); }
+};
+
+TEST_F(TlsStreamTest, EchoesAndClosesWithCloseNotify) {
+  run_on(1, [] {
+    Server server(server_context());
+    tern::Result<TlsStream> client = connect(server, client_context());
+    ASSERT_TRUE(client) << client.error().message();
+    EXPECT_EQ(client->version(), "TLSv1.3");
+    EXPECT_EQ(round_trip(*client, "hello over tls"), "hello over tls");
+    tern::tls::PeerIdentity peer = client->peer_identity();
+    EXPECT_TRUE(peer.has_certificate);
+    EXPECT_TRUE(peer.verified);
+    EXPECT_EQ(peer.subject, "CN=localhost,O=gen1");
+    EXPECT_EQ(peer.names, (std::vector<std::string>{"localhost", "127.0.0.1"}));
+    ASSERT_TRUE(client->shutdown(SHUT_WR, patience()));
+    std::array<std::byte, 16> buffer;
+    tern::Result<std::size_t> end = client->read(buffer, patience());
+    ASSERT_TRUE(end) << end.error().message();
+    EXPECT_EQ(*end, 0u);  // the server's close_notify
+  });
+}
+
+TEST_F(TlsStreamTest, MovesMegabytesBothWaysAtOnce) {
+  run_on(1, [] {
+    Server server(server_context());
+    tern::Result<TlsStream> client = connect(server, client_context());
+    ASSERT_TRUE(client) << client.error().message();
+    constexpr std::size_t kTotal = 8 << 20;
+    Fnv64 sent_hash, received_hash;
+    tern::Fiber writer = tern::spawn([&] {
+      std::vector<std::byte> chunk(100'003);
+      std::uint64_t state = 42;
+      for (std::size_t sent = 0; sent < kTotal;) {
+        std::span<std::byte> piece = std::span(chunk).first(std::min(chunk.size(), kTotal - sent));
+        tern_test::fill_pattern(piece, state);
+        sent_hash.update(piece);
+        // Alternate the gather and the plain writes: both keep the byte order.
+        const std::size_t half = piece.size() / 2;
+        iovec iov[2] = {{piece.data(), half}, {piece.data() + half, piece.size() - half}};
+        tern::Result<void> wrote = (sent / chunk.size()) % 2 == 0
+                                       ? client->writev_all(iov, patience())
+                                       : client->write_all(piece, patience());
+        ASSERT_TRUE(wrote) << wrote.error().message();
+        sent += piece.size();
+      }
+    });
+    std::vector<std::byte> buffer(65536);
+    while (received_hash.size() < kTotal) {
+      const std::size_t third = buffer.size() / 3;
+      iovec iov[2] = {{buffer.data(), third}, {buffer.data() + third, buffer.size() - third}};
+      tern::Result<std::size_t> n = client->readv(iov, patience());
+      ASSERT_TRUE(n) << n.error().message();
+      ASSERT_GT(*n, 0u);
+      received_hash.update(std::span(buffer).first(*n));
+    }
+    writer.join();
+    EXPECT_EQ(received_hash.value(), sent_hash.value());
+  });
+}
+
+TEST_F(TlsStreamTest, RefusesBadServerCertificates) {
+  struct Case {
+    std::string certificate;
+    std::string name;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {"expired", "localhost", "certificate has expired"},
+      {"wronghost", "localhost", "hostname mismatch"},
+      {"selfsigned", "localhost", "self-signed certificate"},
+      {"server", "alt.example", "hostname mismatch"},
+      {"server", "127.0.0.2", "IP address mismatch"},
+  };
+  run_on(1, [&] {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.certificate + " as " + c.name);
+      Server server(server_context(c.certificate));
+      tern::Result<TlsStream> client = connect(server, client_context(), c.name);
+      ASSERT_FALSE(client);
+      EXPECT_EQ(client.error(), TlsErrc::certificate);
+      EXPECT_NE(client.error().message().find(c.reason), std::string::npos)
+          << client.error().message();
+      EXPECT_TRUE(tern_test::wait_for_condition(
+          [&] { return server.server().stats().rejected_certificate == 1; }));
+    }
+  });
+}
+
+TEST_F(TlsStreamTest, VerifiesAnIpAddressAgainstTheIpSan) {
+  run_on(1, [] {
+    Server server(server_context());
+    tern::Result<TlsStream> client = connect(server, client_context(), "127.0.0.1");
+    ASSERT_TRUE(client) << client.error().message();
+    EXPECT_EQ(client->server_name(), "");  // no SNI for an address
+    EXPECT_EQ(round_trip(*client, "ip"), "ip");
+  });
+}
+
+TEST_F(TlsStreamTest, NoVerificationAcceptsAnyServer) {
+  run_on(1, [] {
+    Server server(server_context("selfsigned"));
+    tern::Result<TlsStream> client =
+        connect(server, client_context({.verify_peer = false}), "anything");
+    ASSERT_TRUE(client) << client.error().message();
+    EXPECT_FALSE(client->peer_identity().verified);
+    EXPECT_EQ(round_trip(*client, "x"), "x");
+  });
+}
+
+TEST_F(TlsStreamTest, MutualTlsRequiresAVerifiedClientCertificate) {
+  run_on(1, [] {
+    std::optional<tern::tls::PeerIdentity> seen;
+    Server server(
+        server_context("server", {.ca_file = certs().ca(), .client_auth = ClientAuth::require}),
+        [&](TlsStream& stream) {
+          seen = stream.peer_identity();
+          echo_handler(stream);
+        });
+    // With a certificate: the server sees who the client is.
+    TlsContext with_certificate = client_context(
+        {.certificate = {Certificate::files(certs().crt("client"), certs().key("client"))}});
+    tern::Result<TlsStream> client = connect(server, with_certificate);
+    ASSERT_TRUE(client) << client.error().message();
+    EXPECT_EQ(round_trip(*client, "me"), "me");
+    ASSERT_TRUE(seen.has_value());
+    EXPECT_TRUE(seen->verified);
+    EXPECT_EQ(seen->subject, "CN=client,O=tern");
+    EXPECT_EQ(seen->names, std::vector<std::string>{"client.tern.test"});
+
+    // Without one, or with one from an unknown CA: refused (in TLS 1.3 the client learns it at
+    // its first read).
+    for (TlsContext context :
+         {client_context(),
+          client_context({.certificate = {Certificate::files(certs().crt("otherca_client"),
+                                                             certs().key("otherca_client"))}})}) {
+      tern::Result<TlsStream> refused = connect(server, context);
+      if (refused) {
+        (void)refused->write_all(bytes_of("x"), patience());
+        std::array<std::byte, 4> buffer;
+        tern::Result<std::size_t> n = refused->read(buffer, patience());
+        ASSERT_FALSE(n);
+        EXPECT_EQ(n.error(), TlsErrc::protocol) << n.error().message();
+      } else {
+        EXPECT_EQ(refused.error(), TlsErrc::certificate) << refused.error().message();
+      }
+    }
+    EXPECT_TRUE(tern_test::wait_for_condition(
+        [&] { return server.server().stats().rejected_certificate == 2; }));
+    EXPECT_EQ(server.server().stats().handshakes, 1u);
+  });
+}
+
+TEST_F(TlsStreamTest, RequestedClientCertificateIsOptional) {
+  run_on(1, [] {
+    std::optional<tern::tls::PeerIdentity> seen;
+    Server server(
+        server_context("server", {.ca_file = certs().ca(), .client_auth = ClientAuth::request}),
+        [&](TlsStream& stream) {
+          seen = stream.peer_identity();
+          echo_handler(stream);
+        });
+    tern::Result<TlsStream> client = connect(server, client_context());
+    ASSERT_TRUE(client) << client.error().message();
+    EXPECT_EQ(round_trip(*client, "anonymous"), "anonymous");
+    ASSERT_TRUE(seen.has_value());
+    EXPECT_FALSE(seen->has_certificate);
+  });
+}
+
+TEST_F(TlsStreamTest, NegotiatesAlpn) {
+  run_on(1, [] {
+    std::string server_side;
+    Server server(server_context("server", {.alpn = {"h2", "tern/1"}}), [&](TlsStream& stream) {
+      server_side = stream.alpn();
+      echo_handler(stream);
+    });
+    tern::Result<TlsStream> client =
+        connect(server, client_context({.alpn = {"tern/1", "http/1.1"}}));
+    ASSERT_TRUE(client) << client.error().message();
+    EXPECT_EQ(client->alpn(), "tern/1");
+    EXPECT_EQ(round_trip(*client, "a"), "a");
+    EXPECT_EQ(server_side, "tern/1");
+    // Nothing in common: the server refuses (no_application_protocol).
+    tern::Result<TlsStream> refused = connect(server, client_context({.alpn = {"smtp"}}));
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message().find("no application protocol"), std::string::npos)
+        << refused.error().message();
+  });
+}
+
+TEST_F(TlsStreamTest, ChoosesTheCertificateBySni) {
+  run_on(1, [] {
+    std::vector<std::string> names;
+    Server server(server_context("server", {.certificates = {Certificate::files(
+                                                certs().crt("alt"), certs().key("alt"))}}),
+                  [&](TlsStream& stream) {
+                    names.push_back(stream.server_name());
+                    echo_handler(stream);
+                  });
+    TlsContext context = client_context();
+    tern::Result<TlsStream> alt = connect(server, context, "alt.example");
+    ASSERT_TRUE(alt) << alt.error().message();
+    EXPECT_EQ(alt->peer_identity().subject, "CN=alt.example");
+    EXPECT_EQ(round_trip(*alt, "alt"), "alt");
+    tern::Result<TlsStream> main = connect(server, context, "localhost");
+    ASSERT_TRUE(main) << main.error().message();
+    EXPECT_EQ(main->peer_identity().subject, "CN=localhost,O=gen1");
+    EXPECT_EQ(round_trip(*main, "main"), "main");
+    EXPECT_EQ(names, (std::vector<std::string>{"alt.example", "localhost"}));
+  });
+}
+
+TEST_F(TlsStreamTest, ResumesSessionsAcrossAServerReload) {
+  run_on(1, [] {
+    Server server(server_context());
+    TlsContext context = client_context();
+    auto once = [&] {
+      tern::Result<TlsStream> client = connect(server, context);
+      EXPECT_TRUE(client) << client.error().message();
+      if (!client) return false;
+      EXPECT_EQ(round_trip(*client, "t"), "t");  // the ticket arrives with the first reply
+      return client->resumed();
+    };
+    EXPECT_FALSE(once());
+    EXPECT_TRUE(once());
+    ASSERT_TRUE(server.server().context().reload(
+        {Certificate::files(certs().crt("server2"), certs().key("server2"))}));
+    EXPECT_TRUE(once());  // the ticket keys survive the reload
+    EXPECT_TRUE(
+        tern_test::wait_for_condition([&] { return server.server().stats().resumed == 2; }));
+    TlsContext fresh = client_context({.session_resumption = false});
+    tern::Result<TlsStream> full = connect(server, fresh);
+    ASSERT_TRUE(full) << full.error().message();
+    EXPECT_FALSE(full->resumed());
+    EXPECT_EQ(full->peer_identity().subject, "CN=localhost,O=gen2");
+  });
+}
+
+TEST_F(TlsStreamTest, LoadsPemFromMemory) {
+  using tern_tls_test::read_file;
+  run_on(1, [] {
+    tern::Result<TlsContext> server_ctx =
+        TlsContext::server({.certificates = {Certificate::pem(read_file(certs().crt("server")),
+                                                              read_file(certs().key("server")))}});
+    ASSERT_TRUE(server_ctx) << server_ctx.error().message();
+    Server server(*server_ctx);
+    tern::Result<TlsStream> client =
+        connect(server, client_context({.ca_pem = read_file(certs().ca())}));
+    ASSERT_TRUE(client) << client.error().message();
+    EXPECT_EQ(round_trip(*client, "pem"), "pem");
+  });
+}
+
+TEST_F(TlsStreamTest, ConfigurationErrorsSayWhy) {
+  tern::Result<TlsContext> mismatch = TlsContext::server(
+      {.certificates = {Certificate::files(certs().crt("server"), certs().key("client"))}});
+  ASSERT_FALSE(mismatch);
+  EXPECT_EQ(mismatch.error(), TlsErrc::config);
+  EXPECT_NE(mismatch.error().message().find("key values mismatch"), std::string::npos)
+      << mismatch.error().message();
+
+  tern::Result<TlsContext> missing = TlsContext::server(
+      {.certificates = {Certificate::files("/nonexistent/a.crt", certs().key("server"))}});
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message().find("/nonexistent/a.crt"), std::string::npos)
+      << missing.error().message();
+
+  tern::Result<TlsContext> garbage =
+      TlsContext::client({.ca_pem = "-----BEGIN CERTIFICATE-----\nnot base64\n"});
+  ASSERT_FALSE(garbage);
+  EXPECT_EQ(garbage.error(), TlsErrc::config);
+
+  tern::Result<TlsContext> none = TlsContext::server({});
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error(), TlsErrc::config);
+
+  tern::Result<TlsContext> no_ca = TlsContext::server(
+      {.certificates = {Certificate::files(certs().crt("server"), certs().key("server"))},
+       .client_auth = ClientAuth::require});
+  ASSERT_FALSE(no_ca);
+  EXPECT_NE(no_ca.error().message().find("CA bundle"), std::string::npos);
+
+  // A failed reload leaves the context as it was.
+  tern::Result<TlsContext> context = TlsContext::server(
+      {.certificates = {Certificate::files(certs().crt("server"), certs().key("server"))}});
+  ASSERT_TRUE(context);
+  ASSERT_FALSE(context->reload({Certificate::files(certs().crt("server"), certs().key("alt"))}));
+  EXPECT_EQ(context->generation(), 1u);
+  ASSERT_TRUE(context->reload());
+  EXPECT_EQ(context->generation(), 2u);
+}
+
+TEST_F(TlsStreamTest, HandshakeHasItsOwnDeadline) {
+  run_on(1, [] {
+    tern::Result<tern::net::TcpListener> silent =
+        tern::net::TcpListener::bind(Address::loopback(0));
+    ASSERT_TRUE(silent);
+    tern::Result<TcpStream> tcp = TcpStream::connect(*silent->local_address(), patience());
+    ASSERT_TRUE(tcp);
+    tern::Result<TcpStream> accepted = silent->accept(patience());  // and never answers
+    ASSERT_TRUE(accepted);
+    tern::Result<TlsStream> client = TlsStream::connect(std::move(*tcp), client_context(),
+                                                        "localhost", tern::deadline_after(100ms));
+    ASSERT_FALSE(client);
+    EXPECT_EQ(client.error(), std::errc::timed_out) << client.error().message();
+    EXPECT_NE(client.error().message().find("TLS handshake"), std::string::npos);
+  });
+}
+
+TEST_F(TlsStreamTest, ReadIsCancelledByInterrupt) {
+  run_on(1, [] {
+    Server server(server_context());
+    tern::Result<TlsStream> client = connect(server, client_context());
+    ASSERT_TRUE(client) << client.error().message();
+    std::error_code error;
+    tern::Fiber reader = tern::spawn([&] {
+      std::array<std::byte, 16> buffer;
+      tern::Result<std::size_t> n = client->read(buffer, patience());
+      error = n ? std::error_code() : n.error();
+    });
+    tern::this_fiber::yield();
+    reader.interrupt();
+    reader.join();
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
+TEST_F(TlsStreamTest, CloseWithoutCloseNotifyIsTruncation) {
+  run_on(1, [] {
+    Server server(server_context(), [](TlsStream& stream) {
+      (void)stream.write_all(bytes_of("bye"), patience());
+      stream.close();  // no close_notify
+    });
+    tern::Result<TlsStream> client = connect(server, client_context());
+    ASSERT_TRUE(client) << client.error().message();
+    std::array<std::byte, 3> bye;
+    ASSERT_TRUE(client->read_exact(bye, patience()));
+    EXPECT_EQ(text_of(bye), "bye");
+    std::array<std::byte, 16> buffer;
+    tern::Result<std::size_t> n = client->read(buffer, patience());
+    ASSERT_FALSE(n);
+    EXPECT_EQ(n.error(), TlsErrc::truncated) << n.error().message();
+    EXPECT_NE(n.error().message().find("without close_notify"), std::string::npos);
+  });
+}
+
+// The same framing code over a plain and an encrypted stream.
+template <tern::tls::ByteStream S>
+void exchange_frames(S& client, S& server) {
+  const tern::net::FrameFormat format;
+  for (const std::string& body : std::vector<std::string>{"", "one", std::string(70'000, 'z')}) {
+    std::array<std::byte, 4> header;
+    tern::net::store_big_endian(header.data(), 4, body.size());
+    ASSERT_TRUE(tern::tls::write_frame(client, header, bytes_of(body), patience()));
+    tern::net::Buffer buffer;
+    tern::Result<std::optional<tern::net::Frame>> frame =
+        tern::tls::read_frame(server, buffer, format, patience());
+    ASSERT_TRUE(frame) << frame.error().message();
+    ASSERT_TRUE(frame->has_value());
+    EXPECT_EQ(text_of((*frame)->body), body);
+  }
+}
+
+TEST_F(TlsStreamTest, FramingCodeRunsOverTcpAndTls) {
+  static_assert(tern::tls::ByteStream<TcpStream>);
+  static_assert(tern::tls::ByteStream<TlsStream>);
+  run_on(1, [] {
+    tern::Result<tern_test::Connected> plain = tern_test::connect_loopback();
+    ASSERT_TRUE(plain);
+    exchange_frames(plain->client, plain->server);
+
+    tern::Result<tern_test::Connected> pair = tern_test::connect_loopback();
+    ASSERT_TRUE(pair);
+    TlsContext server_ctx = server_context();
+    std::optional<tern::Result<TlsStream>> accepted;
+    tern::Fiber acceptor = tern::spawn(
+        [&] { accepted = TlsStream::accept(std::move(pair->server), server_ctx, patience()); });
+    tern::Result<TlsStream> client =
+        TlsStream::connect(std::move(pair->client), client_context(), "localhost", patience());
+    acceptor.join();
+    ASSERT_TRUE(client) << client.error().message();
+    ASSERT_TRUE(accepted.has_value() && *accepted) << accepted->error().message();
+    exchange_frames(*client, **accepted);
+  });
+}
+
+}  // namespace
