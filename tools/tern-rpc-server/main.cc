@@ -8,6 +8,7 @@
 
 #include "../common/admin_option.h"
 #include "../common/idle_poll_option.h"
+#include "../common/server_log.h"
 #include "benchmark_message.tern.h"
 #include "rpc_message.h"
 #include "tern/admin/admin_server.h"
@@ -89,6 +90,8 @@ int main(int argc, char** argv) {
   if (!tern::tools::parse_idle_poll_option("tern-rpc-server", config.idle_poll, idle_poll))
     return 2;
 
+  // No log call on a worker waits for the log (a stderr nobody reads, say).
+  if (!tern::tools::start_server_log("tern-rpc-server")) return 1;
   // From here on SIGINT and SIGTERM wait for wait_for_stop_signal instead of ending the process.
   tern::io::block_stop_signals();
   tern::Runtime runtime({.workers = config.threads,
