@@ -3,6 +3,7 @@
 #include <google/protobuf/message_lite.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "metadata.pb.h"
@@ -50,6 +51,48 @@ void append_compressed(net::Buffer& out, std::span<const std::byte> plain) {
   out.commit(ZSTD_isError(written) ? 0 : written);
 }
 
+// One decompression context per thread, reused for every body (ZSTD_decompress would allocate
+// one per call).
+ZSTD_DCtx* decompression_context() {
+  struct Context {
+    ZSTD_DCtx* context = ZSTD_createDCtx();
+    ~Context() { ZSTD_freeDCtx(context); }
+  };
+  thread_local Context context;
+  return context.context;
+}
+
+// Decompresses a zstd frame that does not declare its size, growing `scratch` as output comes,
+// never past `limit`.
+tern::Result<std::span<const std::byte>> stream_decompress(std::span<const std::byte> body,
+                                                           std::size_t limit,
+                                                           std::string& scratch) {
+  ZSTD_DCtx* context = decompression_context();
+  ZSTD_DCtx_reset(context, ZSTD_reset_session_only);
+  ZSTD_inBuffer in{body.data(), body.size(), 0};
+  std::size_t produced = 0;
+  scratch.resize(std::min<std::size_t>(limit, ZSTD_DStreamOutSize()));
+  for (;;) {
+    ZSTD_outBuffer out{scratch.data(), scratch.size(), produced};
+    const std::size_t left = ZSTD_decompressStream(context, &out, &in);
+    produced = out.pos;
+    if (ZSTD_isError(left)) return fail(make_error_code(ProtocolErrc::bad_compression));
+    if (left == 0) {
+      // The frame ended: it must be the whole body.
+      if (in.pos != in.size) return fail(make_error_code(ProtocolErrc::bad_compression));
+      scratch.resize(produced);
+      return as_bytes(scratch);
+    }
+    if (produced < scratch.size()) {
+      // Room left but no progress possible: the body ended in the middle of the frame.
+      if (in.pos == in.size) return fail(make_error_code(ProtocolErrc::bad_compression));
+      continue;
+    }
+    if (scratch.size() >= limit) return fail(std::errc::message_size);
+    scratch.resize(std::min(limit, scratch.size() * 2));
+  }
+}
+
 }  // namespace
 
 void append_frame(net::Buffer& out, FrameType type, std::uint64_t call_id,
@@ -93,15 +136,22 @@ tern::Result<void> parse_metadata(std::span<const std::byte> bytes, wire::Metada
 tern::Result<std::span<const std::byte>> plain_body(const RawFrame& frame, std::size_t limit,
                                                     std::string& scratch) {
   if ((frame.header.flags & kFlagCompressed) == 0) return frame.body;
-  const unsigned long long size = ZSTD_getFrameContentSize(frame.body.data(), frame.body.size());
-  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > limit) {
+  const unsigned long long declared =
+      ZSTD_getFrameContentSize(frame.body.data(), frame.body.size());
+  if (declared == ZSTD_CONTENTSIZE_ERROR)
     return fail(make_error_code(ProtocolErrc::bad_compression));
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN) {
+    if (declared > limit) return fail(std::errc::message_size);
+    scratch.resize(static_cast<std::size_t>(declared));
+    const std::size_t got =
+        ZSTD_decompressDCtx(decompression_context(), scratch.data(), scratch.size(),
+                            frame.body.data(), frame.body.size());
+    if (ZSTD_isError(got) || got != declared) {
+      return fail(make_error_code(ProtocolErrc::bad_compression));
+    }
+    return as_bytes(scratch);
   }
-  scratch.resize(static_cast<std::size_t>(size));
-  const std::size_t got =
-      ZSTD_decompress(scratch.data(), scratch.size(), frame.body.data(), frame.body.size());
-  if (ZSTD_isError(got) || got != size) return fail(make_error_code(ProtocolErrc::bad_compression));
-  return as_bytes(scratch);
+  return stream_decompress(frame.body, limit, scratch);
 }
 
 }  // namespace tern::rpc::detail

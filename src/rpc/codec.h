@@ -36,8 +36,11 @@ void append_message_frame(net::Buffer& out, FrameType type, std::uint64_t call_i
 // Parses a frame's metadata block (an empty block leaves `metadata` cleared).
 tern::Result<void> parse_metadata(std::span<const std::byte> bytes, wire::Metadata& metadata);
 
-// The body of `frame` as plain bytes: the frame's own bytes, or decompressed into `scratch`
-// (at most `limit` bytes; bad_compression otherwise).
+// The body of `frame` as plain bytes: the frame's own bytes, or decompressed into `scratch`.
+// A body that decompresses to more than `limit` bytes fails with std::errc::message_size: one
+// whose zstd frame declares a larger size before anything is allocated, one without a declared
+// size as soon as its output passes the limit. A body that is not one valid zstd frame fails
+// with bad_compression.
 tern::Result<std::span<const std::byte>> plain_body(const RawFrame& frame, std::size_t limit,
                                                     std::string& scratch);
 

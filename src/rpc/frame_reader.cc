@@ -1,11 +1,22 @@
 #include "frame_reader.h"
 
+#include <algorithm>
+#include <bit>
+#include <utility>
+
 namespace tern::rpc::detail {
 
 namespace {
 
 // How much free space each read offers the kernel.
 constexpr std::size_t kReadSize = 16 * 1024;
+// A fresh net::Buffer's first allocation.
+constexpr std::size_t kInitialCapacity = 16 * 1024;
+
+// What a net::Buffer that starts at kInitialCapacity and doubles allocates to hold `bytes`.
+std::size_t buffer_capacity_for(std::size_t bytes) noexcept {
+  return std::max(kInitialCapacity, std::bit_ceil(bytes));
+}
 
 class FrameReadCategory final : public std::error_category {
  public:
@@ -47,6 +58,7 @@ tern::Result<RawFrame> FrameReader::next() {
     if (!in_.empty() && frame_timeout_.count() > 0 && frame_deadline == kNoDeadline) {
       frame_deadline = deadline_after(frame_timeout_);
     }
+    capacity_ = std::max(capacity_, buffer_capacity_for(in_.size() + kReadSize));
     tern::Result<std::size_t> got = in_.read_from(stream_, frame_deadline, kReadSize);
     if (!got) {
       // Timing out with part of a frame in: the frame deadline (or the stream's own timeout)
@@ -66,6 +78,21 @@ tern::Result<RawFrame> FrameReader::next() {
 void FrameReader::reset() noexcept {
   in_.clear();
   consume_ = 0;
+}
+
+void FrameReader::release() noexcept {
+  if (consume_ > 0) {
+    in_.consume(consume_);
+    consume_ = 0;
+  }
+  if (retained_size_ == 0 || capacity_ <= retained_size_ || in_.size() > retained_size_ / 2) {
+    return;
+  }
+  // The frame that grew the buffer is done: keep the bytes after it in a buffer of their size.
+  net::Buffer smaller(kInitialCapacity);
+  if (!in_.empty()) smaller.append(in_.readable());
+  in_ = std::move(smaller);
+  capacity_ = in_.empty() ? 0 : buffer_capacity_for(in_.size());
 }
 
 }  // namespace tern::rpc::detail

@@ -46,6 +46,14 @@ class FrameReader {
   tern::Result<RawFrame> next();
   // Drops every buffered byte (for a new connection on the same stream object).
   void reset() noexcept;
+  // Consumes the frame last yielded now (its spans become invalid) and, when the read buffer
+  // grew past the retained size and what is left fits in it, swaps it for a small one.
+  void release() noexcept;
+  // Above zero: the read buffer is swapped for a smaller one once a frame that made it grow
+  // past this is released (0: the buffer keeps its largest size).
+  void set_retained_size(std::size_t bytes) noexcept { retained_size_ = bytes; }
+  // Bytes the read buffer has allocated.
+  std::size_t held() const noexcept { return capacity_; }
 
   // Bytes received and not yet yielded as a frame: after an error, how much of the unfinished
   // frame had come.
@@ -59,7 +67,9 @@ class FrameReader {
   const Limits& limits_;
   std::chrono::milliseconds frame_timeout_;
   net::Buffer in_;
-  std::size_t consume_ = 0;  // the size of the frame last yielded, consumed at the next call
+  std::size_t consume_ = 0;        // the size of the frame last yielded, consumed at the next call
+  std::size_t capacity_ = 0;       // what in_ has allocated (it grows as a net::Buffer does)
+  std::size_t retained_size_ = 0;  // see set_retained_size
   std::string detail_;
 };
 

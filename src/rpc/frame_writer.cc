@@ -9,11 +9,28 @@ namespace tern::rpc::detail {
 void FrameWriter::flush(bool alone) noexcept {
   if (!idle_) return;  // the writer is running and takes everything appended before it waits
   if (alone && !stopping_ && !pending_.empty()) {
+    const std::size_t size = pending_.size();
     tern::Result<std::size_t> sent = io::try_send(stream_.fd(), pending_.readable());
     if (sent) pending_.consume(*sent);
-    if (pending_.empty()) return;
+    if (pending_.empty()) {
+      if (retained_size_ != 0 && size > retained_size_) pending_ = net::Buffer();
+      return;
+    }
   }
   wakeup_.set();  // the rest, or a failed send: the writer's own write reports the error
+}
+
+tern::Result<void> FrameWriter::write_all(std::span<const std::byte> bytes) {
+  if (write_timeout_.count() == 0) return stream_.write_all(bytes);
+  while (!bytes.empty()) {
+    // The timeout counts from the last progress: a slow reader that takes bytes is not cut.
+    tern::Result<std::size_t> sent = stream_.write(bytes, deadline_after(write_timeout_));
+    if (!sent) return fail(sent.error());
+    bytes = bytes.subspan(*sent);
+    in_write_ = bytes.size();
+    if (progress_ != nullptr) progress_->set();
+  }
+  return {};
 }
 
 tern::Result<void> FrameWriter::run() {
@@ -27,10 +44,14 @@ tern::Result<void> FrameWriter::run() {
       idle_ = false;
     }
     std::swap(pending_, writing_);
-    in_write_ = writing_.size();
-    tern::Result<void> written = stream_.write_all(writing_.readable());
+    const std::size_t size = writing_.size();
+    in_write_ = size;
+    tern::Result<void> written = write_all(writing_.readable());
+    if (!written) unsent_at_failure_ = pending();
+    if (retained_size_ != 0 && size > retained_size_) writing_ = net::Buffer();
     in_write_ = 0;
     writing_.clear();
+    if (progress_ != nullptr) progress_->set();
     if (!written) {
       failed_ = true;
       pending_.clear();

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <span>
 
 #include "tern/base/result.h"
 #include "tern/fiber/event.h"
@@ -28,6 +30,16 @@ class alignas(64) FrameWriter {
   // Bytes appended and not yet written.
   std::size_t pending() const noexcept { return pending_.size() + in_write_; }
 
+  // Above zero: a write that can send no byte for this long fails run() with
+  // std::errc::timed_out (0: the stream's own timeout, if any).
+  void set_write_timeout(std::chrono::milliseconds timeout) noexcept { write_timeout_ = timeout; }
+  // Above zero: a buffer that held more than this for one write is freed afterwards, so a large
+  // frame does not pin its memory (0: buffers keep their largest size).
+  void set_retained_size(std::size_t bytes) noexcept { retained_size_ = bytes; }
+  // An event set whenever a write completes (nullptr: none); for a fiber waiting for the
+  // unsent bytes to go down.
+  void set_progress_event(Event* event) noexcept { progress_ = event; }
+
   // The writer fiber's loop: returns when stop() was called and everything was written, or at
   // the first write error (the rest is dropped).
   tern::Result<void> run();
@@ -37,8 +49,13 @@ class alignas(64) FrameWriter {
     wakeup_.set();
   }
   bool failed() const noexcept { return failed_; }
+  // After run() failed: the bytes that were still unsent (they are dropped).
+  std::size_t unsent_at_failure() const noexcept { return unsent_at_failure_; }
 
  private:
+  // Writes all of bytes, failing when write_timeout_ passes with no byte sent.
+  tern::Result<void> write_all(std::span<const std::byte> bytes);
+
   // What every call reads (the stream, the buffer it appends to, the flags) comes first, on one
   // cache line: with thousands of connections a connection's writer is rarely in cache.
   net::TcpStream& stream_;
@@ -49,6 +66,10 @@ class alignas(64) FrameWriter {
   std::size_t in_write_ = 0;
   net::Buffer writing_;
   Event wakeup_;
+  Event* progress_ = nullptr;
+  std::chrono::milliseconds write_timeout_{0};
+  std::size_t retained_size_ = 0;
+  std::size_t unsent_at_failure_ = 0;
 };
 
 }  // namespace tern::rpc::detail

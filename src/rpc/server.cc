@@ -120,6 +120,14 @@ ServerStats Server::stats() const noexcept {
   stats.slow_senders = s.slow_senders.load(std::memory_order_relaxed);
   stats.in_flight = s.in_flight.load(std::memory_order_relaxed);
   stats.connections = s.connections.load(std::memory_order_relaxed);
+  stats.write_timeouts = s.write_timeouts.load(std::memory_order_relaxed);
+  stats.body_limit_rejected = s.body_limit_rejected.load(std::memory_order_relaxed);
+  stats.metadata_limit_rejected = s.metadata_limit_rejected.load(std::memory_order_relaxed);
+  stats.backpressure_pauses = s.backpressure_pauses.load(std::memory_order_relaxed);
+  stats.cancelled_by_close = s.cancelled_by_close.load(std::memory_order_relaxed);
+  stats.connection_bytes = s.connection_bytes.load(std::memory_order_relaxed);
+  stats.connection_bytes_peak = s.connection_bytes_peak.load(std::memory_order_relaxed);
+  stats.connection_calls_peak = s.connection_calls_peak.load(std::memory_order_relaxed);
   return stats;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -23,6 +24,7 @@ class ServerCall final : public UnaryCall {
     bool one_way = false;
     bool compressed = false;
     Deadline deadline = kNoDeadline;
+    std::size_t held_bytes = 0;  // what the call holds of its connection's memory budget
   };
 
   ServerCall(ServerConnection& connection, const Server& server, Start start, std::string body,
@@ -37,6 +39,7 @@ class ServerCall final : public UnaryCall {
   // Marks the call cancelled by the client.
   void cancel() noexcept { context_.cancelled_ = true; }
   std::uint64_t call_id() const noexcept { return start_.call_id; }
+  std::size_t held_bytes() const noexcept { return start_.held_bytes; }
 
   // Runs interceptor `index` of the chain, or the method after the last one.
   Status run_from(std::size_t index);

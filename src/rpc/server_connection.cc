@@ -1,10 +1,13 @@
 #include "server_connection.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <fmt/format.h>
 
 #include "codec.h"
+#include "metadata_limits.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/log/log.h"
@@ -18,6 +21,32 @@ void wait_all(WaitGroup& group) {
   while (!group.wait()) this_fiber::yield();
 }
 
+// How often a connection that stopped reading (backpressure) checks that its peer is still
+// there, so the calls of a peer that reset are cancelled while nothing is read from it.
+constexpr std::chrono::milliseconds kPeerCheckInterval{50};
+
+// Frames handled in a row before the reading fiber lets the worker's other fibers run, so a
+// peer that pipelines thousands of frames in one read does not hold up the other connections.
+constexpr unsigned kFramesPerTurn = 32;
+
+// Per-call bookkeeping beyond the request's bytes (the call, its context and fiber record).
+constexpr std::size_t kCallOverhead = 512;
+
+// Whether the kernel has closed the TCP connection (the peer reset it); false for other sockets.
+bool peer_reset(int fd) noexcept {
+  tcp_info info{};
+  socklen_t size = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) != 0) return false;
+  return info.tcpi_state == TCP_CLOSE;
+}
+
+// Raises `peak` to `value` if it is below.
+void raise_to(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
+  std::uint64_t seen = peak.load(std::memory_order_relaxed);
+  while (seen < value && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+
 }  // namespace
 
 ServerConnection::ServerConnection(const Server& server, Server::State& state,
@@ -29,6 +58,9 @@ ServerConnection::ServerConnection(const Server& server, Server::State& state,
       input_(stream, state.limits, state.options.frame_read_timeout) {
   tern::Result<net::Address> peer = stream.peer_address();
   peer_ = peer ? peer->to_string() : std::string("unknown peer");
+  input_.set_retained_size(state.options.retained_buffer_size);
+  writer_.set_retained_size(state.options.retained_buffer_size);
+  writer_.set_write_timeout(state.options.write_timeout);
 }
 
 void ServerConnection::serve() {
@@ -38,7 +70,11 @@ void ServerConnection::serve() {
   state_.connections.fetch_add(1, std::memory_order_relaxed);
   if (state_.stopping.load(std::memory_order_acquire)) goaway();
 
-  tern::Result<Fiber> writer = try_spawn([this] { (void)writer_.run(); }, {.name = "rpc writer"});
+  tern::Result<Fiber> writer = try_spawn(
+      [this] {
+        if (tern::Result<void> ran = writer_.run(); !ran) writer_failed(ran.error());
+      },
+      {.name = "rpc writer"});
   tern::Result<Fiber> reader = writer ? try_spawn([this] { read_loop(); }, {.name = "rpc reader"})
                                       : tern::Result<Fiber>(fail(writer.error()));
   if (reader) {
@@ -49,23 +85,85 @@ void ServerConnection::serve() {
     TERN_LOG_WARN("rpc: refusing the connection from {}: cannot start its fibers: {}", peer_,
                   reader.error().message());
   }
-  closed_ = true;
-  calls_.for_each([](ServerCall& call) { call.cancel(); });
+  if (!closed_) {
+    closed_ = true;
+    if (!calls_.empty()) {
+      state_.cancelled_by_close.fetch_add(calls_.size(), std::memory_order_relaxed);
+      calls_.for_each([](ServerCall& call) { call.cancel(); });
+    }
+  }
   wait_all(call_fibers_);
   writer_.stop();
   if (writer) writer->join();
   here.open.erase(this);
   state_.connections.fetch_sub(1, std::memory_order_relaxed);
+  state_.connection_bytes.fetch_sub(reported_bytes_, std::memory_order_relaxed);
 }
 
 void ServerConnection::read_loop() {
+  unsigned frames = 0;
   while (!reading_stopped_) {
+    if (!wait_for_room()) return;
     tern::Result<RawFrame> frame = input_.next();
     if (!frame) {
       read_ended(frame.error());
       return;
     }
     if (!handle(*frame)) return;
+    input_.release();
+    // Drop the decompression scratch a large body grew.
+    if (scratch_.capacity() > state_.options.retained_buffer_size) std::string().swap(scratch_);
+    if (++frames == kFramesPerTurn) {
+      frames = 0;
+      this_fiber::yield();
+    }
+  }
+}
+
+bool ServerConnection::wait_for_room() {
+  const std::size_t max_calls = state_.options.max_calls_per_connection;
+  const std::size_t budget = state_.options.max_connection_memory;
+  bool paused = false;
+  for (;;) {
+    const std::size_t held = held_bytes();
+    note_held(held);
+    const bool calls_full = max_calls != 0 && live_calls_ >= max_calls;
+    // Only what the connection can release counts as a reason to wait: a frame larger than
+    // the budget is still taken once nothing else is held.
+    const bool memory_full = budget != 0 && held > budget && writer_.pending() + calls_bytes_ > 0;
+    if (!calls_full && !memory_full) return true;
+    if (!paused) {
+      paused = true;
+      state_.backpressure_pauses.fetch_add(1, std::memory_order_relaxed);
+    }
+    room_.reset();
+    waiting_for_room_ = true;
+    writer_.set_progress_event(&room_);
+    tern::Result<void> woke = room_.wait_for(kPeerCheckInterval);
+    writer_.set_progress_event(nullptr);
+    waiting_for_room_ = false;
+    if (reading_stopped_ || closed_) return false;
+    if (!woke && woke.error() != std::errc::timed_out) return false;  // interrupted
+    if (peer_reset(stream_.fd())) {
+      TERN_LOG_DEBUG("rpc: {} reset the connection while {} of its calls ran", peer_, live_calls_);
+      return false;
+    }
+  }
+}
+
+void ServerConnection::note_held(std::size_t held) noexcept {
+  if (held > peak_bytes_) {
+    peak_bytes_ = held;
+    raise_to(state_.connection_bytes_peak, held);
+  }
+  if (live_calls_ > peak_calls_) {
+    peak_calls_ = live_calls_;
+    raise_to(state_.connection_calls_peak, live_calls_);
+  }
+  const std::size_t step = state_.options.retained_buffer_size;
+  if (held > reported_bytes_ + step || held + step < reported_bytes_) {
+    state_.connection_bytes.fetch_add(held - reported_bytes_, std::memory_order_relaxed);
+    reported_bytes_ = held;
   }
 }
 
@@ -102,12 +200,22 @@ bool ServerConnection::handle(const RawFrame& frame) {
     case FrameType::ping:
       append_frame(writer_.buffer(), FrameType::pong, frame.header.call_id, nullptr, {}, false);
       writer_.wake();
-      return true;
-    case FrameType::cancel:
+      check_pending();
+      return !closed_;
+    case FrameType::cancel: {
+      bool found = false;
       calls_.for_each([&](ServerCall& call) {
-        if (call.call_id() == frame.header.call_id) call.cancel();
+        if (call.call_id() == frame.header.call_id) {
+          call.cancel();
+          found = true;
+        }
       });
+      // A call spawned but not started yet learns of its cancel when it starts.
+      if (!found && early_cancels_.size() < starting_) {
+        early_cancels_.push_back(frame.header.call_id);
+      }
       return true;
+    }
     case FrameType::goaway:
       // The client will send no more calls; answer the ones in flight and close.
       draining_ = true;
@@ -143,16 +251,32 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
                                                          ServerCall::Start& start,
                                                          std::span<const std::byte>& body) {
   const std::uint64_t id = frame.header.call_id;
+  auto answer = [&](const Status& status) {
+    if (!one_way) reply_status(id, status);
+    return Admission::answered;
+  };
+  const std::size_t max_entries = state_.options.max_metadata_entries;
+  const MetadataShape shape = metadata_shape(frame.metadata, max_entries);
+  if (shape.well_formed && (shape.entries > max_entries ||
+                            shape.largest_entry > state_.options.max_metadata_entry_size)) {
+    if (id > last_call_id_) last_call_id_ = id;
+    state_.metadata_limit_rejected.fetch_add(1, std::memory_order_relaxed);
+    return answer(
+        Status(StatusCode::resource_exhausted,
+               shape.entries > max_entries
+                   ? fmt::format("the request has more than {} metadata entries (the server's "
+                                 "max_metadata_entries)",
+                                 max_entries)
+                   : fmt::format("a metadata entry of the request has {} bytes, over the server's "
+                                 "max_metadata_entry_size of {}",
+                                 shape.largest_entry, state_.options.max_metadata_entry_size)));
+  }
   if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
     protocol_error(parsed.error(),
                    fmt::format("call {}: {} bytes of metadata", id, frame.metadata.size()));
     return Admission::close_connection;
   }
   if (id > last_call_id_) last_call_id_ = id;
-  auto answer = [&](const Status& status) {
-    if (!one_way) reply_status(id, status);
-    return Admission::answered;
-  };
   if (draining_ || state_.stopping.load(std::memory_order_acquire)) {
     state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
     return answer(Status(StatusCode::unavailable, "the server is shutting down"));
@@ -172,7 +296,14 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
                          fmt::format("the server runs {} calls already (its limit)", limit)));
   }
   tern::Result<std::span<const std::byte>> plain =
-      plain_body(frame, state_.limits.max_frame_size, scratch_);
+      plain_body(frame, state_.options.max_decompressed_size, scratch_);
+  if (!plain && plain.error() == std::errc::message_size) {
+    state_.body_limit_rejected.fetch_add(1, std::memory_order_relaxed);
+    return answer(Status(StatusCode::resource_exhausted,
+                         fmt::format("the compressed request body ({} bytes) decompresses to more "
+                                     "than the server's max_decompressed_size of {} bytes",
+                                     frame.body.size(), state_.options.max_decompressed_size)));
+  }
   if (!plain) {
     protocol_error(plain.error(), fmt::format("call {}: {} byte body", id, frame.body.size()));
     return Admission::close_connection;
@@ -183,7 +314,12 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
                             .call_id = id,
                             .one_way = one_way,
                             .compressed = (frame.header.flags & kFlagCompressed) != 0,
-                            .deadline = kNoDeadline};
+                            .deadline = kNoDeadline,
+                            .held_bytes = body.size() + kCallOverhead};
+  for (const wire::MetadataEntry& entry : metadata_.entries()) {
+    start.held_bytes +=
+        entry.key().size() + entry.value().size() + sizeof(MetadataEntries::value_type);
+  }
   if (metadata_.timeout_us() != 0) {
     // Unsigned, as on the wire: a count past the clock's range is no deadline, not an overflow.
     start.deadline =
@@ -206,6 +342,9 @@ void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<cons
       [this, start, request = std::move(request), entries = std::move(entries)]() mutable {
         ServerCall call(*this, server_, start, std::move(request), std::move(entries));
         calls_.push_back(call);
+        --starting_;
+        if (std::erase(early_cancels_, start.call_id) > 0) call.cancel();
+        if (starting_ == 0) early_cancels_.clear();
         call.run();
         call_ended(call);
       },
@@ -227,12 +366,18 @@ void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<cons
   state_.call_count.fetch_add(1, std::memory_order_relaxed);
   state_.calls.add();
   call_fibers_.add();
+  ++live_calls_;
+  ++starting_;
+  calls_bytes_ += start.held_bytes;
   call_fiber->detach();
 }
 
 void ServerConnection::call_ended(ServerCall& call) {
   calls_.remove(call);
+  --live_calls_;
+  calls_bytes_ -= call.held_bytes();
   state_.in_flight.fetch_sub(1, std::memory_order_relaxed);
+  if (waiting_for_room_) room_.set();
   if (draining_) close_when_idle();
   call_fibers_.done();
   state_.calls.done();
@@ -257,21 +402,47 @@ void ServerConnection::send_reply(std::uint64_t call_id, const Status& status,
   append_frame(writer_.buffer(), FrameType::response, call_id, metadata, body,
                compress && !body.empty());
   // With other calls of this connection running, their replies may join this one in one write.
-  writer_.flush(calls_.size() <= 1);
-  if (writer_.pending() > state_.options.max_pending_reply_bytes) {
+  writer_.flush(live_calls_ <= 1);
+  check_pending();
+}
+
+void ServerConnection::check_pending() {
+  if (closed_ || writer_.pending() <= state_.options.max_pending_reply_bytes) return;
+  state_.slow_readers.fetch_add(1, std::memory_order_relaxed);
+  TERN_LOG_WARN(
+      "rpc: closing the connection from {}: {} bytes of frames unsent (limit {}); "
+      "the client does not read them",
+      peer_, writer_.pending(), state_.options.max_pending_reply_bytes);
+  abort_connection();
+}
+
+void ServerConnection::writer_failed(std::error_code error) {
+  if (closed_) return;
+  if (error == std::errc::timed_out) {
     state_.slow_readers.fetch_add(1, std::memory_order_relaxed);
+    state_.write_timeouts.fetch_add(1, std::memory_order_relaxed);
     TERN_LOG_WARN(
-        "rpc: closing the connection from {}: {} bytes of replies unsent (limit {}); "
-        "the client does not read them",
-        peer_, writer_.pending(), state_.options.max_pending_reply_bytes);
-    closed_ = true;
-    // Reset rather than close: the kernel would otherwise keep trickling the replies already
-    // queued to a peer that does not read, holding their memory for minutes.
-    const linger reset{.l_onoff = 1, .l_linger = 0};
-    (void)::setsockopt(stream_.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
-    ::shutdown(stream_.fd(), SHUT_RDWR);
-    stop_reading();
+        "rpc: closing the connection from {}: no byte could be written for {} ms ({} bytes "
+        "unsent); the client does not read",
+        peer_, state_.options.write_timeout.count(), writer_.unsent_at_failure());
+  } else if (error != std::errc::connection_reset && error != std::errc::broken_pipe) {
+    TERN_LOG_DEBUG("rpc: writing to {} failed: {}", peer_, error.message());
   }
+  abort_connection();
+}
+
+void ServerConnection::abort_connection() {
+  closed_ = true;
+  // Reset rather than close: the kernel would otherwise keep trickling the frames already
+  // queued to a peer that does not read, holding their memory for minutes.
+  const linger reset{.l_onoff = 1, .l_linger = 0};
+  (void)::setsockopt(stream_.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  ::shutdown(stream_.fd(), SHUT_RDWR);
+  if (!calls_.empty()) {
+    state_.cancelled_by_close.fetch_add(calls_.size(), std::memory_order_relaxed);
+    calls_.for_each([](ServerCall& call) { call.cancel(); });
+  }
+  stop_reading();
 }
 
 void ServerConnection::reply_status(std::uint64_t call_id, const Status& status) {
@@ -287,6 +458,7 @@ void ServerConnection::protocol_error(std::error_code error, const std::string& 
   goaway.set_last_call_id(last_call_id_);
   append_frame(writer_.buffer(), FrameType::goaway, 0, &goaway, {}, false);
   writer_.wake();
+  check_pending();
 }
 
 void ServerConnection::goaway() {
@@ -299,13 +471,14 @@ void ServerConnection::goaway() {
     goaway.set_last_call_id(last_call_id_);
     append_frame(writer_.buffer(), FrameType::goaway, 0, &goaway, {}, false);
     writer_.wake();
+    check_pending();
   }
   close_when_idle();
 }
 
 void ServerConnection::close_when_idle() {
   // The connection ends once the replies are out (serve() flushes the writer before it returns).
-  if (calls_.empty()) stop_reading();
+  if (live_calls_ == 0) stop_reading();
 }
 
 void ServerConnection::stop_reading() noexcept {

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "frame.h"
 #include "frame_reader.h"
@@ -11,6 +13,7 @@
 #include "server_call.h"
 #include "server_state.h"
 #include "tern/base/intrusive_list.h"
+#include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/wait_group.h"
 #include "tern/net/tcp_stream.h"
@@ -40,6 +43,23 @@ class ServerConnection {
  private:
   // Reads and handles frames until the stream ends or the connection must close.
   void read_loop();
+  // Backpressure: waits while the connection runs max_calls_per_connection calls or holds more
+  // than max_connection_memory that it can release; false when the connection must end (the
+  // reader was interrupted or the peer reset the connection meanwhile).
+  bool wait_for_room();
+  // Bytes the connection holds now (read buffer, scratch, unsent frames, calls' requests).
+  std::size_t held_bytes() const noexcept {
+    return input_.held() + scratch_.capacity() + writer_.pending() + calls_bytes_;
+  }
+  // Records `held` in the server's gauges when it moved enough (plain arithmetic otherwise).
+  void note_held(std::size_t held) noexcept;
+  // The writer fiber stopped early (the peer does not read, or the write failed).
+  void writer_failed(std::error_code error);
+  // Cuts the connection at once: resets it (the kernel drops what it queued), cancels its
+  // calls and ends the reading loop.
+  void abort_connection();
+  // Checks the frames just queued against max_pending_reply_bytes; cuts the connection past it.
+  void check_pending();
   // Reports, logs and counts why reading ended (the FrameReader's error).
   void read_ended(std::error_code error);
   // Handles one frame; false when the connection must close.
@@ -78,6 +98,15 @@ class ServerConnection {
   IntrusiveList<ServerCall, &ServerCall::hook> calls_;
   WaitGroup call_fibers_;
   std::uint64_t last_call_id_ = 0;
+  std::size_t live_calls_ = 0;                // calls spawned and not ended
+  std::size_t starting_ = 0;                  // of those, calls whose fiber has not run yet
+  std::vector<std::uint64_t> early_cancels_;  // cancels that came for them (at most starting_)
+  std::size_t calls_bytes_ = 0;               // their held_bytes, summed
+  std::size_t reported_bytes_ = 0;  // what this connection adds to state_.connection_bytes
+  std::size_t peak_bytes_ = 0;      // the most held_bytes() seen here
+  std::size_t peak_calls_ = 0;      // the most live_calls_ seen here
+  Event room_;                      // set when calls end or bytes are written, while waited on
+  bool waiting_for_room_ = false;
   bool draining_ = false;
   bool closed_ = false;
   bool reading_stopped_ = false;

@@ -60,6 +60,16 @@ struct Server::State {
   std::atomic<std::uint64_t> slow_readers{0};
   std::atomic<std::uint64_t> slow_senders{0};
   std::atomic<std::uint64_t> connections{0};
+  std::atomic<std::uint64_t> write_timeouts{0};
+  std::atomic<std::uint64_t> body_limit_rejected{0};
+  std::atomic<std::uint64_t> metadata_limit_rejected{0};
+  std::atomic<std::uint64_t> backpressure_pauses{0};
+  std::atomic<std::uint64_t> cancelled_by_close{0};
+  // Bytes the connections hold, as each last reported it (it reports a change of more than
+  // retained_buffer_size, so the sum is off by at most that much per connection).
+  std::atomic<std::uint64_t> connection_bytes{0};
+  std::atomic<std::uint64_t> connection_bytes_peak{0};
+  std::atomic<std::uint64_t> connection_calls_peak{0};
 
   // The method service/method names, or nullptr.
   const Method* find(std::string_view service, std::string_view method, Service** owner) const;

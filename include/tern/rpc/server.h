@@ -39,6 +39,29 @@ struct ServerOptions {
   // Once the first byte of a frame has arrived, the whole frame must arrive within this; a peer
   // that trickles bytes slower is cut as a slow sender (0: no limit).
   std::chrono::milliseconds frame_read_timeout{30'000};
+  // The largest request body a compressed frame may decompress to, checked against the size the
+  // zstd frame declares before anything is allocated and while decompressing; a larger one fails
+  // its call with resource_exhausted and the connection goes on.
+  std::size_t max_decompressed_size = 4u << 20;
+  // Bytes one connection may hold: its read buffer and decompression scratch, the frames it has
+  // not sent yet (replies, pongs, goaways) and the requests of its queued and running calls.
+  // Past it the server stops reading from that connection until some of it is released
+  // (backpressure); a single frame is always taken once nothing else is held.
+  std::size_t max_connection_memory = 16u << 20;
+  // A connection with unsent frames on which no byte could be written for this long is closed
+  // as a slow reader (reset, so the kernel drops what it queued) (0: no limit).
+  std::chrono::milliseconds write_timeout{30'000};
+  // Calls of one connection running at once; at the limit the server stops reading from that
+  // connection until one ends (backpressure, not rejection) (0: no limit).
+  std::size_t max_calls_per_connection = 512;
+  // Metadata entries a request may carry, and bytes of one entry (key and value together),
+  // counted on the parsed form before any entry is built; over either, the call fails with
+  // resource_exhausted and the connection goes on.
+  std::size_t max_metadata_entries = 256;
+  std::size_t max_metadata_entry_size = 16u << 10;
+  // Read buffers, decompression scratch and write buffers that grew past this for a large frame
+  // are released once the frame is done, so an idle connection keeps at most about this much.
+  std::size_t retained_buffer_size = 64u << 10;
   // Stack size of the fibers that run handlers (0: the runtime's default).
   std::size_t handler_stack_size = 0;
 };
@@ -54,6 +77,14 @@ struct ServerStats {
   std::uint64_t slow_senders = 0;         // connections closed for a frame over frame_read_timeout
   std::uint64_t in_flight = 0;            // calls running now
   std::uint64_t connections = 0;          // connections open now
+  std::uint64_t write_timeouts = 0;       // of slow_readers, closed after write_timeout
+  std::uint64_t body_limit_rejected = 0;  // calls failed over max_decompressed_size
+  std::uint64_t metadata_limit_rejected = 0;  // calls failed over a metadata entry limit
+  std::uint64_t backpressure_pauses = 0;    // times a connection stopped reading (memory or calls)
+  std::uint64_t cancelled_by_close = 0;     // running calls cancelled as their connection closed
+  std::uint64_t connection_bytes = 0;       // bytes the open connections hold now (all of them)
+  std::uint64_t connection_bytes_peak = 0;  // the most bytes one connection held at a time
+  std::uint64_t connection_calls_peak = 0;  // the most calls one connection ran at a time
 };
 
 // The rest of an interceptor chain: calling it runs the next interceptor, or the handler after
@@ -88,12 +119,12 @@ class Server {
 
   // Hosts `service` under its service_name(); a second service of the same name is an error
   // (std::errc::file_exists).
-  tern::Result<void> add_service(Service& service);
+  [[nodiscard]] tern::Result<void> add_service(Service& service);
   // Adds an interceptor to the chain every call runs through.
   void add_interceptor(Interceptor interceptor);
 
   // Binds address (port 0: the kernel picks one) and starts serving; returns the address bound.
-  tern::Result<net::Address> start(const net::Address& address);
+  [[nodiscard]] tern::Result<net::Address> start(const net::Address& address);
   // Graceful shutdown: stops accepting, tells every client (goaway) to send no more calls, lets
   // calls in flight finish until `grace`, then closes what is left. Returns the calls that were
   // still running at the deadline (their clients see unavailable).
