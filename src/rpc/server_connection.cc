@@ -11,6 +11,7 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/log/log.h"
+#include "tern/log/peer_log.h"
 
 namespace tern::rpc::detail {
 
@@ -82,8 +83,8 @@ void ServerConnection::serve() {
     reader_.join();
   } else {
     // No memory for the connection's fibers: refuse it (TcpServer closes the stream).
-    TERN_LOG_WARN("rpc: refusing the connection from {}: cannot start its fibers: {}", peer_,
-                  reader.error().message());
+    TERN_PEER_LOG_WARN("rpc: refusing the connection from {}: cannot start its fibers: {}", peer_,
+                       reader.error().message());
   }
   if (!closed_) {
     closed_ = true;
@@ -173,18 +174,18 @@ void ServerConnection::read_ended(std::error_code error) {
     protocol_error(error, input_.error_detail());
   } else if (error == FrameReadErrc::frame_timeout) {
     state_.slow_senders.fetch_add(1, std::memory_order_relaxed);
-    TERN_LOG_WARN(
+    TERN_PEER_LOG_WARN(
         "rpc: closing the connection from {}: a frame did not arrive within {} ms ({} bytes of "
         "it came); the client sends too slowly",
         peer_, input_.frame_timeout().count(), partial);
   } else if (error == std::errc::connection_reset && partial > 0) {
     state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
-    TERN_LOG_WARN("rpc: {} reset the connection in the middle of a frame ({} bytes of it)", peer_,
-                  partial);
+    TERN_PEER_LOG_WARN("rpc: {} reset the connection in the middle of a frame ({} bytes of it)",
+                       peer_, partial);
   } else if (error == FrameReadErrc::closed_mid_frame) {
     state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
-    TERN_LOG_WARN("rpc: {} closed the connection in the middle of a frame ({} bytes of it)", peer_,
-                  partial);
+    TERN_PEER_LOG_WARN("rpc: {} closed the connection in the middle of a frame ({} bytes of it)",
+                       peer_, partial);
   } else if (error != FrameReadErrc::closed && !reading_stopped_ &&
              error != std::errc::operation_canceled && error != std::errc::connection_reset) {
     TERN_LOG_DEBUG("rpc: connection from {} failed: {}", peer_, error.message());
@@ -354,8 +355,8 @@ void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<cons
   if (!call_fiber) {
     state_.in_flight.fetch_sub(1, std::memory_order_relaxed);
     state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
-    TERN_LOG_WARN("rpc: cannot start a fiber for call {} from {}: {}", start.call_id, peer_,
-                  call_fiber.error().message());
+    TERN_PEER_LOG_WARN("rpc: cannot start a fiber for call {} from {}: {}", start.call_id, peer_,
+                       call_fiber.error().message());
     if (!start.one_way) {
       reply_status(start.call_id,
                    Status(StatusCode::resource_exhausted,
@@ -409,7 +410,7 @@ void ServerConnection::send_reply(std::uint64_t call_id, const Status& status,
 void ServerConnection::check_pending() {
   if (closed_ || writer_.pending() <= state_.options.max_pending_reply_bytes) return;
   state_.slow_readers.fetch_add(1, std::memory_order_relaxed);
-  TERN_LOG_WARN(
+  TERN_PEER_LOG_WARN(
       "rpc: closing the connection from {}: {} bytes of frames unsent (limit {}); "
       "the client does not read them",
       peer_, writer_.pending(), state_.options.max_pending_reply_bytes);
@@ -421,7 +422,7 @@ void ServerConnection::writer_failed(std::error_code error) {
   if (error == std::errc::timed_out) {
     state_.slow_readers.fetch_add(1, std::memory_order_relaxed);
     state_.write_timeouts.fetch_add(1, std::memory_order_relaxed);
-    TERN_LOG_WARN(
+    TERN_PEER_LOG_WARN(
         "rpc: closing the connection from {}: no byte could be written for {} ms ({} bytes "
         "unsent); the client does not read",
         peer_, state_.options.write_timeout.count(), writer_.unsent_at_failure());
@@ -451,7 +452,8 @@ void ServerConnection::reply_status(std::uint64_t call_id, const Status& status)
 
 void ServerConnection::protocol_error(std::error_code error, const std::string& detail) {
   state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
-  TERN_LOG_WARN("rpc: closing the connection from {}: {} ({})", peer_, error.message(), detail);
+  TERN_PEER_LOG_WARN("rpc: closing the connection from {}: {} ({})", peer_, error.message(),
+                     detail);
   wire::Metadata goaway;
   goaway.set_status(static_cast<std::uint32_t>(StatusCode::internal));
   goaway.set_status_message(fmt::format("protocol error: {} ({})", error.message(), detail));

@@ -29,6 +29,11 @@ struct Config {
   std::string io = "auto";
   std::string admin;      // HOST:PORT of the admin endpoint (/metrics); empty: none
   std::string idle_poll;  // --idle-poll's text; empty: not given
+  // Defaults that bound what idle or abandoned clients can hold (issue 29): a connection costs
+  // about 16 KiB even when idle, and a client's Channel pings every 5 s, so a live client is
+  // never idle this long.
+  std::size_t max_connections = 10'000;
+  std::uint64_t idle_timeout_ms = 300'000;
 };
 
 // BenchmarkService/Say as report 001's servers do it: the request back with field1 = "OK" and
@@ -63,6 +68,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--admin", config.admin, tern::tools::kAdminOptionHelp);
   app.add_option("--idle-poll", config.idle_poll, tern::tools::kIdlePollOptionHelp);
+  app.add_option("--max-connections", config.max_connections,
+                 "connections open at once; more are accepted and closed at once (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--idle-timeout", config.idle_timeout_ms,
+                 "close a connection on which nothing is read or written for this many "
+                 "milliseconds (0: never)")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -99,7 +111,10 @@ int main(int argc, char** argv) {
                          .idle_poll = idle_poll});
   return runtime.run([&]() -> int {
     BenchmarkService service;
-    tern::rpc::Server server;
+    tern::rpc::ServerOptions options;
+    options.tcp.max_connections = config.max_connections;
+    options.tcp.idle_timeout = std::chrono::milliseconds(config.idle_timeout_ms);
+    tern::rpc::Server server(options);
     if (tern::Result<void> added = server.add_service(service); !added) {
       std::fprintf(stderr, "tern-rpc-server: cannot add the service: %s\n",
                    added.error().message().c_str());
