@@ -67,6 +67,16 @@ std::optional<EchoConfig> validate_options(const EchoOptions& options, std::stri
     return std::nullopt;
   if (why = tools::check_idle_poll_option(options.idle_poll, config.idle_poll); !why.empty())
     return std::nullopt;
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    why = "--tls-cert and --tls-key go together";
+    return std::nullopt;
+  }
+  if (!options.tls_cert.empty() && config.mode != EchoMode::echo) {
+    why = "--tls-cert: TLS is served in --mode echo only";
+    return std::nullopt;
+  }
+  config.tls_cert = options.tls_cert;
+  config.tls_key = options.tls_key;
   config.threads = options.threads;
   config.buf = options.buf < kMinBuf ? kMinBuf : options.buf;
   config.max_connections = options.max_connections;

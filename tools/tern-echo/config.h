@@ -42,6 +42,8 @@ struct EchoConfig {
   std::size_t min_progress = 64;  // bytes per progress_interval (0: no check)
   std::chrono::milliseconds progress_interval{10'000};
   std::optional<std::chrono::microseconds> idle_poll;
+  std::string tls_cert;  // both set: TLS (serve_tls.h)
+  std::string tls_key;
 };
 
 // Checks `options` and builds the configuration; on a wrong value returns nullopt with `why`

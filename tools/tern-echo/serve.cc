@@ -8,6 +8,7 @@
 #include "../common/admin_option.h"
 #include "../common/server_log.h"
 #include "handlers.h"
+#include "serve_tls.h"
 #include "tern/admin/admin_server.h"
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
@@ -35,6 +36,7 @@ int run_server(const EchoConfig& config) {
   options.min_bytes_per_interval = config.min_progress;
   options.progress_interval = config.progress_interval;
   options.name = std::string("echo-") + to_string(config.mode);
+  if (!config.tls_cert.empty()) return run_tls_server(config, options);
   net::TcpServer server(options,
                         [&config](net::TcpStream& stream) { serve_connection(stream, config); });
   Result<net::Address> bound = server.start(config.address);
