@@ -22,6 +22,19 @@ namespace hook_test {
 
 using namespace std::chrono_literals;
 
+// Whether this build runs under AddressSanitizer (every step slower again).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 // Upper bound of a ticker's lateness that a worker parked in fibers always meets, while a
 // worker blocked in a system call for the length of the test would not.
 inline constexpr auto kMaxLateness = 50ms;
