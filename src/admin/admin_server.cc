@@ -4,6 +4,8 @@
 
 #include <sys/socket.h>
 
+#include <netinet/in.h>
+
 #include <array>
 #include <cstdlib>
 #include <mutex>
@@ -14,6 +16,7 @@
 #include "admin_http.h"
 #include "admin_pages.h"
 #include "tern/base/assert.h"
+#include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
@@ -60,9 +63,25 @@ void respond_and_close(TcpStream& stream, const detail::AdminPage& page, bool he
   }
 }
 
-// Reads one request head within the request timeout and answers it.
-void serve_connection(TcpStream& stream, const AdminOptions& options) {
-  const Deadline deadline = deadline_after(options.request_timeout);
+// Whether the address is a loopback one (127.0.0.0/8, ::1, IPv4 loopback mapped to IPv6, or a
+// Unix socket).
+bool is_loopback(const Address& address) {
+  if (address.family() == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(address.data());
+    return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (address.family() == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(address.data());
+    if (IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr) && v6->sin6_addr.s6_addr[12] == 127;
+  }
+  return address.is_unix();
+}
+
+// Reads one request head within `head_timeout` and answers it.
+void serve_connection(TcpStream& stream, const AdminOptions& options,
+                      std::chrono::milliseconds head_timeout) {
+  const Deadline deadline = deadline_after(head_timeout);
   std::string received;
   std::array<std::byte, 4096> chunk;
   for (;;) {
@@ -158,6 +177,7 @@ struct AdminServer::State {
   TcpListener listener;
   WaitGroup fibers;  // the acceptor and every connection
   std::size_t open = 0;
+  Event slot_freed;  // set when a connection ends (or at stop)
   bool stopping = false;
 };
 
@@ -173,6 +193,13 @@ Result<Address> AdminServer::start(const Address& address) {
   if (!listener) return fail(listener.error());
   Result<Address> bound = listener->local_address();
   if (!bound) return fail(bound.error());
+  if (!is_loopback(*bound)) {
+    TERN_LOG_WARN(
+        "admin endpoint on {} is reachable from other hosts, with no TLS or authentication: "
+        "/metrics and /status are open to anyone who can connect (bind 127.0.0.1 to keep it "
+        "local)",
+        bound->to_string());
+  }
   auto state = std::make_shared<State>();
   state->options = options_;
   state->listener = std::move(*listener);
@@ -180,20 +207,32 @@ Result<Address> AdminServer::start(const Address& address) {
   spawn(
       [state] {
         while (!state->stopping) {
+          const std::size_t limit = std::max<std::size_t>(state->options.max_connections, 1);
+          if (state->open >= limit) {
+            // Every slot is busy: leave new connections in the backlog until one ends.
+            state->slot_freed.reset();
+            (void)state->slot_freed.wait();
+            continue;
+          }
           Result<TcpStream> stream = state->listener.accept();
           if (!stream) {
             if (stream.error() == std::errc::operation_canceled || state->stopping) break;
             (void)this_fiber::sleep_for(10ms);  // out of descriptors: let some free up
             continue;
           }
-          if (state->open >= state->options.max_connections) continue;  // closed on return
+          // The last free slot goes to a connection that must be quick about its head.
+          const std::chrono::milliseconds head_timeout =
+              state->open + 1 == limit
+                  ? std::min(state->options.head_timeout, state->options.reserved_head_timeout)
+                  : state->options.head_timeout;
           ++state->open;
           state->fibers.add();
           spawn(
-              [state, s = std::move(*stream)]() mutable {
-                serve_connection(s, state->options);
+              [state, head_timeout, s = std::move(*stream)]() mutable {
+                serve_connection(s, state->options, head_timeout);
                 s.close();
                 --state->open;
+                state->slot_freed.set();
                 state->fibers.done();
               },
               {.name = "tern-admin-conn"})
@@ -210,6 +249,7 @@ Result<Address> AdminServer::start(const Address& address) {
 void AdminServer::stop() {
   if (state_ == nullptr) return;
   state_->stopping = true;
+  state_->slot_freed.set();
   state_->listener.close();
   wait_all(state_->fibers);
   state_.reset();

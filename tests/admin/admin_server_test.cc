@@ -351,7 +351,7 @@ TEST(AdminEndpoint, BadRequestsGetTheirStatusWhileGoodScrapesContinue) {
     std::map<int, double> before;
     for (int code : {200, 400, 404, 405, 408, 431}) before[code] = count_of(code);
 
-    AdminServer server({.request_timeout = 500ms, .max_head_bytes = 4096});
+    AdminServer server({.head_timeout = 500ms, .max_head_bytes = 4096});
     tern::Result<Address> address = server.start(Address::loopback(0));
     ASSERT_TRUE(address);
 
@@ -429,10 +429,10 @@ TEST(AdminEndpoint, BadRequestsGetTheirStatusWhileGoodScrapesContinue) {
   });
 }
 
-TEST(AdminEndpoint, ConnectionsOverTheLimitAreClosedAndTheServerRecovers) {
+TEST(AdminEndpoint, ConnectionsOverTheLimitWaitForASlot) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
-    AdminServer server({.request_timeout = 1s, .max_connections = 2});
+    AdminServer server({.head_timeout = 1s, .max_connections = 2, .reserved_head_timeout = 1s});
     tern::Result<Address> address = server.start(Address::loopback(0));
     ASSERT_TRUE(address);
     // Two idle clients connect first and hold both places until the server times them out.
@@ -455,10 +455,13 @@ TEST(AdminEndpoint, ConnectionsOverTheLimitAreClosedAndTheServerRecovers) {
       }));
     }
     ASSERT_TRUE(tern_test::wait_for_condition([&] { return connected.load() == 2; }));
-    // The server accepts in connection order: the third is over the limit and closed unanswered.
+    // The third waits in the listen backlog (not closed) and is answered once a slot frees,
+    // when the server times an idle client out.
+    const tern::Deadline started = tern::Clock::now();
     const Reply third = http_exchange(*address, kScrape);
     EXPECT_TRUE(third.connected);
-    EXPECT_EQ(third.status, 0);
+    EXPECT_EQ(third.status, 200);
+    EXPECT_GE(tern::Clock::now() - started, 900ms) << "answered before a slot was free";
     for (tern::Fiber& f : idle) f.join();
     EXPECT_EQ(timed_out.load(), 2);
     EXPECT_EQ(http_exchange(*address, kScrape).status, 200);

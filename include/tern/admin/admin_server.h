@@ -13,12 +13,18 @@ namespace tern::admin {
 // Limits of the admin endpoint.
 struct AdminOptions {
   // The whole request head must arrive within this time of the connection being accepted (a
-  // peer that trickles bytes gets 408 and is closed); also the limit for writing the response.
+  // peer that trickles bytes gets 408 and is closed).
+  std::chrono::milliseconds head_timeout{2000};
+  // The limit for writing the response.
   std::chrono::milliseconds request_timeout{5000};
   // A request head (request line and headers) larger than this gets 431.
   std::size_t max_head_bytes = 8192;
-  // Connections served at once; more are closed as soon as they are accepted.
+  // Connections served at once. While they are all busy, new connections wait in the listen
+  // backlog (first come, first served) instead of being closed. The last free slot is kept for
+  // a fresh connection: one admitted into it must send its head within reserved_head_timeout,
+  // so that slow sockets holding the other slots cannot also hold it for long.
   std::size_t max_connections = 32;
+  std::chrono::milliseconds reserved_head_timeout{250};
 };
 
 // The admin HTTP endpoint, served by fibers on the worker that starts it:
@@ -26,8 +32,9 @@ struct AdminOptions {
 //   GET /status   the runtime as JSON (workers, fibers, connections, I/O backend, uptime)
 //   GET /         a list of the pages
 // HEAD works as GET without the body. Unknown paths get 404, other methods 405, a malformed
-// request 400, an oversized head 431, a head that is not in by request_timeout 408. One request
-// per connection: every response says "Connection: close". See docs/observability.md.
+// request 400, an oversized head 431, a head that is not in by head_timeout 408. One request
+// per connection: every response says "Connection: close". Bound to an address other than
+// loopback, start() logs a warning (no TLS, no authentication). See docs/observability.md.
 // start() and stop() from a fiber on one worker; the server must be stopped before it is
 // destroyed (or be stopped by its runtime shutting down).
 class AdminServer {
@@ -42,7 +49,7 @@ class AdminServer {
   // returns the address bound. Worker fiber.
   Result<net::Address> start(const net::Address& address);
   // Stops accepting and waits for the requests in progress (each ends within its
-  // request_timeout). The worker that called start().
+  // head_timeout and request_timeout). The worker that called start().
   void stop();
   bool running() const noexcept { return state_ != nullptr; }
 
