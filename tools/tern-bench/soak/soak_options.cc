@@ -110,6 +110,27 @@ CLI::App* add_soak_options(CLI::App& app, SoakOptions& o) {
                    "idle: fail the run if the server's RSS grew by more than this per idle "
                    "connection (0: report only; tern's target is 8192)")
       ->capture_default_str();
+  command
+      ->add_option("--abusers", o.abusers,
+                   "rpc: beside the callers, this many abusive clients of each kind: zstd "
+                   "bombs, ping floods that never read, calls that are never read, pipelines "
+                   "reset mid-way (0: none). Their own failures are counted, not errors")
+      ->capture_default_str();
+  command
+      ->add_option("--max-p99-ms", o.max_p99_ms,
+                   "rpc: fail the run if the callers' p99 call latency is over this many "
+                   "milliseconds (0: report only)")
+      ->capture_default_str();
+  command
+      ->add_option("--abuse-interval", o.abuse_interval_ms,
+                   "rpc: milliseconds each abusive client pauses between its bombs, batches and "
+                   "connections (0: as fast as the server takes them)")
+      ->capture_default_str();
+  command
+      ->add_option("--max-server-rss-mib", o.max_server_rss_mib,
+                   "rpc: fail the run if the server's RSS (--server-pid, sampled every 100 ms) "
+                   "goes over this many MiB during the load (0: report only)")
+      ->capture_default_str();
   command->add_flag("--json", o.net.output.json, "print one JSON object on one line, nothing else");
   command->add_flag("--quiet", o.net.output.quiet, "no progress lines on stderr");
   command->parse_complete_callback([&o] {
@@ -149,6 +170,16 @@ std::string check_options(SoakOptions& o) {
   if (o.shared > 0 && o.scenario != "rpc") return "--shared applies to the rpc scenario";
   if (o.shared > o.connections)
     return fmt::format("--shared {}: at most -c ({}) channels", o.shared, o.connections);
+  if (o.abusers > 0 && o.scenario != "rpc") return "--abusers applies to the rpc scenario";
+  if (o.abusers > 1000) return fmt::format("--abusers {}: at most 1000", o.abusers);
+  if (o.max_p99_ms < 0) return fmt::format("--max-p99-ms {}: must not be negative", o.max_p99_ms);
+  if (o.max_p99_ms > 0 && o.scenario != "rpc") return "--max-p99-ms applies to the rpc scenario";
+  if (o.abuse_interval_ms < 0)
+    return fmt::format("--abuse-interval {}: must not be negative", o.abuse_interval_ms);
+  if (o.max_server_rss_mib < 0)
+    return fmt::format("--max-server-rss-mib {}: must not be negative", o.max_server_rss_mib);
+  if (o.max_server_rss_mib > 0 && (o.scenario != "rpc" || o.net.server_pid == 0))
+    return "--max-server-rss-mib applies to the rpc scenario and needs --server-pid";
   if (o.max_idle_bytes > 0 && o.scenario != "idle")
     return "--max-idle-bytes applies to the idle scenario";
   if (o.max_idle_bytes > 0 && o.net.server_pid == 0)
@@ -164,7 +195,8 @@ std::string check_options(SoakOptions& o) {
 
   const std::size_t channels =
       o.scenario == "rpc" ? (o.shared > 0 ? o.shared : o.connections) : o.connections;
-  const std::size_t flood_fds = o.scenario == "flood" ? 2 * o.connect_in_flight : 0;
+  const std::size_t flood_fds =
+      (o.scenario == "flood" ? 2 * o.connect_in_flight : 0) + 4 * std::size_t{o.abusers};
   if (const std::size_t limit = raise_file_limit(); limit > 0 && channels + flood_fds + 64 > limit)
     return fmt::format(
         "{} connections need more descriptors than RLIMIT_NOFILE allows ({}); run the server "

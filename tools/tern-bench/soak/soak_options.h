@@ -33,6 +33,10 @@ struct SoakOptions {
   double timeout_s = 10;   // one connect or round trip (or call) before it counts as failed
   std::size_t connect_in_flight = 256;  // connects under way at once, per client worker
   std::size_t max_idle_bytes = 0;       // idle: fail when a connection costs more (0: no check)
+  std::uint32_t abusers = 0;            // rpc: abusive clients of each kind beside the callers
+  double max_p99_ms = 0;                // rpc: fail when the calls' p99 latency is over (0: none)
+  double abuse_interval_ms = 10;        // rpc: the abusive clients' pause between attacks
+  double max_server_rss_mib = 0;        // rpc: fail when the server's RSS is over (0: none)
 
   std::optional<net::Address> admin;  // parsed from admin_text by the checks
 };

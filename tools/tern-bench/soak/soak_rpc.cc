@@ -3,8 +3,12 @@
 // seconds, with report 001's request (rpc_message.h), and check every reply. Each caller has a
 // tern::rpc::Channel of its own (one connection), or with --shared K the callers of a worker
 // share that worker's channels out of K. Every call must succeed: a failed call is counted by
-// its status code, and the caller goes on after a 10 ms pause.
+// its status code, and the caller goes on after a 10 ms pause. With --abusers, abusive clients
+// (soak_abuse.h) attack the server during the load; with --max-p99-ms, the callers' p99 latency
+// must stay under the bound.
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -14,6 +18,8 @@
 #include "core/run_support.h"
 #include "rpc_message.h"
 #include "soak/soak.h"
+#include "soak/soak_abuse.h"
+#include "soak/soak_stats.h"
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
@@ -127,6 +133,24 @@ void run_caller(RpcRun& run, std::size_t i) {
   run.callers_done.done();
 }
 
+// The server's largest RSS over the load (--max-server-rss-mib).
+struct RssWatch {
+  std::uint64_t max_kib = 0;
+  WaitGroup done;
+};
+
+// Samples the server's RSS every 100 ms from the start of the load to its end.
+void watch_server_rss(const SoakContext& c, RpcRun& run, RssWatch& watch) {
+  if (run.go.wait()) {
+    while (Clock::now() < run.end) {
+      if (Result<std::uint64_t> kib = read_rss_kib(static_cast<pid_t>(c.o.net.server_pid)))
+        watch.max_kib = std::max(watch.max_kib, *kib);
+      if (!this_fiber::sleep_for(100ms)) break;
+    }
+  }
+  watch.done.done();
+}
+
 }  // namespace
 
 std::string rpc_primer(const SoakContext& context) {
@@ -159,8 +183,21 @@ void run_rpc_scenario(SoakContext& c) {
   for (const auto& slot : run.channels) connected += slot->channel ? 1 : 0;
   run.callers_done.add(c.o.connections);
   spread_fibers(c.o.connections, "soak-caller", [&run](std::size_t i) { run_caller(run, i); });
+  std::optional<Abusers> abusers;
+  if (c.o.abusers > 0) {
+    abusers.emplace(c.address, c.o.abusers,
+                    std::chrono::microseconds(std::llround(c.o.abuse_interval_ms * 1000)));
+    abusers->start(run.go, run.end);
+  }
+  RssWatch rss;
+  if (c.o.max_server_rss_mib > 0) {
+    rss.done.add();
+    spawn([&] { watch_server_rss(c, run, rss); }, {.name = "soak-rss"}).detach();
+  }
 
   const double elapsed = run_timed_load(c, run.go, run.end, run.callers_done);
+  if (abusers) abusers->wait();
+  (void)rss.done.wait();
   c.monitor.set_phase("closing");
   (void)run.channels_closed.wait();
   c.monitor.set_phase("closed");
@@ -182,6 +219,32 @@ void run_rpc_scenario(SoakContext& c) {
       rate));
   c.report.summary.push_back(latency_line("call", latency));
   if (totals.done == 0) c.report.add_error("no call completed");
+  if (abusers) {
+    abusers->report(f);
+    c.report.summary.push_back(fmt::format(
+        "beside them {} abusive clients: {} bombs ({} answered), {} pings and {} calls never read, "
+        "{} pipelines reset; the server closed {} of their connections",
+        4 * c.o.abusers, f["abuse_bombs"].get<std::uint64_t>(),
+        f["abuse_bomb_answers"].get<std::uint64_t>(), f["abuse_pings"].get<std::uint64_t>(),
+        f["abuse_unread_calls"].get<std::uint64_t>(), f["abuse_resets"].get<std::uint64_t>(),
+        f["abuse_server_closes"].get<std::uint64_t>()));
+  }
+  if (c.o.max_server_rss_mib > 0) {
+    const double max_mib = static_cast<double>(rss.max_kib) / 1024;
+    f["server_rss_load_max_mib"] = round_to(max_mib, 1);
+    if (max_mib > c.o.max_server_rss_mib) {
+      c.report.add_error(
+          fmt::format("the server's RSS reached {:.1f} MiB during the load, over "
+                      "--max-server-rss-mib {}",
+                      max_mib, c.o.max_server_rss_mib));
+    }
+  }
+  const double p99_ms = static_cast<double>(latency.percentile(99)) / 1e6;
+  if (c.o.max_p99_ms > 0 && totals.done > 0 && p99_ms > c.o.max_p99_ms) {
+    c.report.add_error(
+        fmt::format("the callers' p99 call latency, {:.1f} ms, is over --max-p99-ms {}", p99_ms,
+                    c.o.max_p99_ms));
+  }
 }
 
 }  // namespace tern::bench
