@@ -7,9 +7,12 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "net_test_util.h"
@@ -17,6 +20,8 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
+#include "tern/log/log.h"
+#include "tern/log/peer_log.h"
 #include "tern/net/tcp_server.h"
 #include "tern/prof/counter.h"
 
@@ -204,6 +209,93 @@ TEST(TcpServerCounters, AcceptedEqualsClosedPlusOpen) {
     EXPECT_EQ(counter("net.connections_rejected") - rejected_before, 1u);
     server.stop(tern::deadline_after(10s));
   });
+}
+
+// A log sink whose write waits until the test opens it: the log's writer thread is stuck.
+class StuckSink final : public tern::log::Sink {
+ public:
+  void write(std::string_view) override {
+    std::unique_lock lock(mutex_);
+    entered_ = true;
+    changed_.wait(lock, [&] { return open_; });
+  }
+  bool entered() {
+    std::lock_guard lock(mutex_);
+    return entered_;
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool entered_ = false;
+  bool open_ = false;
+};
+
+// The log's writer is stuck in its sink and the policy is block, so an ordinary line would wait
+// for room once the worker's ring is full; the peer lines that 1,000 bad connections cause never
+// wait, and a good client keeps its echoes.
+TEST(TcpServerLogging, AStuckLogSinkDoesNotStopServing) {
+  auto sink = std::make_shared<StuckSink>();
+  ASSERT_TRUE(tern::log::init({.sinks = {sink}, .buffer_bytes = 16 * 1024}));
+  tern::log::set_peer_log_rate({.per_second = 1e9, .burst = 1000000});
+  TERN_LOG_INFO("the writer takes this line and stays in the sink");
+  bool entered = false;
+  for (int i = 0; i < 20000 && !(entered = sink->entered()); ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(entered);
+  const std::uint64_t dropped_before = tern::log::dropped();
+  tern_test::run_on(1, [] {
+    TcpServer server({.name = "echo-or-complain"}, [](TcpStream& stream) {
+      std::array<std::byte, 256> buf;
+      for (;;) {
+        tern::Result<std::size_t> n = stream.read(buf);
+        if (!n || *n == 0) return;
+        if (buf[0] == std::byte{'!'}) {
+          tern::Result<Address> peer = stream.peer_address();
+          TERN_PEER_LOG_WARN("bad first byte from {}, closing",
+                             peer ? peer->to_string() : std::string("?"));
+          return;
+        }
+        if (!stream.write_all(std::span(buf).first(*n))) return;
+      }
+    });
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    ASSERT_TRUE(bound);
+    tern::Result<TcpStream> good = TcpStream::connect(*bound, patience());
+    ASSERT_TRUE(good);
+    constexpr int kBad = 1000;
+    constexpr int kAtOnce = 25;
+    std::atomic<int> closed{0};
+    tern::WaitGroup bad;
+    for (int f = 0; f < kAtOnce; ++f) {
+      bad.add();
+      tern::spawn([&, f] {
+        tern_test::Defer done([&] { bad.done(); });
+        for (int i = f; i < kBad; i += kAtOnce) {
+          tern::Result<TcpStream> stream = TcpStream::connect(*bound, patience());
+          if (!stream || !stream->write_all(bytes_of("!"), patience())) continue;
+          if (closed_by_server(*stream, patience())) ++closed;
+        }
+      }).detach();
+    }
+    std::array<std::byte, 5> reply;
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(good->write_all(bytes_of("hello"), tern::deadline_after(10s))) << i;
+      ASSERT_TRUE(good->read_exact(reply, tern::deadline_after(10s))) << i;
+    }
+    ASSERT_TRUE(bad.wait_until(patience()));
+    EXPECT_EQ(closed.load(), kBad);
+    good->close();
+    server.stop(tern::deadline_after(10s));
+  });
+  EXPECT_GT(tern::log::dropped() - dropped_before, 0u) << "the ring never filled";
+  sink->open();
+  tern::log::shutdown();
+  tern::log::set_peer_log_rate({});
 }
 
 }  // namespace
