@@ -59,6 +59,7 @@ tern::Result<RawFrame> FrameReader::next() {
       frame_deadline = deadline_after(frame_timeout_);
     }
     capacity_ = std::max(capacity_, buffer_capacity_for(in_.size() + kReadSize));
+    ++reads_;
     tern::Result<std::size_t> got = in_.read_from(stream_, frame_deadline, kReadSize);
     if (!got) {
       // Timing out with part of a frame in: the frame deadline (or the stream's own timeout)

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <system_error>
 
@@ -54,6 +55,9 @@ class FrameReader {
   void set_retained_size(std::size_t bytes) noexcept { retained_size_ = bytes; }
   // Bytes the read buffer has allocated.
   std::size_t held() const noexcept { return capacity_; }
+  // Reads from the stream so far: a caller handling frames in a row can tell whether the last
+  // next() went to the stream (and may have waited) or found its frame already buffered.
+  std::uint64_t reads() const noexcept { return reads_; }
 
   // Bytes received and not yet yielded as a frame: after an error, how much of the unfinished
   // frame had come.
@@ -70,6 +74,7 @@ class FrameReader {
   std::size_t consume_ = 0;        // the size of the frame last yielded, consumed at the next call
   std::size_t capacity_ = 0;       // what in_ has allocated (it grows as a net::Buffer does)
   std::size_t retained_size_ = 0;  // see set_retained_size
+  std::uint64_t reads_ = 0;
   std::string detail_;
 };
 

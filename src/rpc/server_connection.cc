@@ -103,6 +103,7 @@ void ServerConnection::serve() {
 
 void ServerConnection::read_loop() {
   unsigned frames = 0;
+  std::uint64_t reads = 0;
   while (!reading_stopped_) {
     if (!wait_for_room()) return;
     tern::Result<RawFrame> frame = input_.next();
@@ -114,7 +115,12 @@ void ServerConnection::read_loop() {
     input_.release();
     // Drop the decompression scratch a large body grew.
     if (scratch_.capacity() > state_.options.retained_buffer_size) std::string().swap(scratch_);
-    if (++frames == kFramesPerTurn) {
+    // Frames found already buffered are handled without a read (where the reactor would let
+    // the worker's other fibers run): yield after kFramesPerTurn of them in a row.
+    if (input_.reads() != reads) {
+      reads = input_.reads();
+      frames = 0;
+    } else if (++frames == kFramesPerTurn) {
       frames = 0;
       this_fiber::yield();
     }
