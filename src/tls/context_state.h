@@ -65,7 +65,8 @@ struct ContextState {
 // What an SSL object's callbacks need to know about it (SSL ex_data, set by the stream).
 struct SslLink {
   ContextState* state = nullptr;
-  std::string session_key;  // the server name a client connected to
+  std::string session_key;     // the server name a client connected to
+  bool renegotiation = false;  // a TLS 1.2 client asked for a new handshake (refused)
 };
 
 // The ex_data index of an SSL's SslLink. Any thread.

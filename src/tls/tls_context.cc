@@ -164,6 +164,17 @@ int keep_new_session(SSL* ssl, SSL_SESSION* session) {
   return 1;  // the reference is ours
 }
 
+// Notes a TLS 1.2 client's request for a new handshake: OpenSSL refuses it with a
+// no_renegotiation warning alert and would carry on; the stream ends the connection instead.
+void watch_renegotiation(int write_p, int, int content_type, const void* buf, std::size_t len,
+                         SSL* ssl, void*) {
+  if (write_p == 0 || content_type != SSL3_RT_ALERT || len < 2 ||
+      static_cast<const unsigned char*>(buf)[1] != SSL_AD_NO_RENEGOTIATION)
+    return;
+  if (auto* link = static_cast<detail::SslLink*>(SSL_get_ex_data(ssl, detail::link_index())))
+    link->renegotiation = true;
+}
+
 Result<SslCtxPtr> server_ctx(ContextState& state, const Certificate& certificate) {
   const ServerConfig& config = state.server_config;
   SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
@@ -171,6 +182,7 @@ Result<SslCtxPtr> server_ctx(ContextState& state, const Certificate& certificate
   SSL_CTX_set_min_proto_version(ctx.get(), min_version(config.min_version));
   SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_msg_callback(ctx.get(), watch_renegotiation);
   if (Result<void> loaded = load_certificate(ctx.get(), certificate); !loaded)
     return fail(loaded.error());
   if (config.client_auth != ClientAuth::none) {

@@ -14,6 +14,7 @@
 #include "openssl_error.h"
 #include "tern/base/assert.h"
 #include "tern/fiber/mutex.h"
+#include "tern/prof/counter.h"
 #include "tern/tls/tls_error.h"
 
 namespace tern::tls {
@@ -25,6 +26,10 @@ namespace {
 constexpr std::size_t kWriteChunk = 64 * 1024;
 // Ciphertext read from the socket at a time.
 constexpr std::size_t kReadChunk = 32 * 1024;
+
+prof::Counter renegotiations_refused(
+    "tls.renegotiations_refused",
+    "TLS 1.2 connections closed because the peer asked to renegotiate");
 
 bool is_ip_address(const std::string& name) {
   unsigned char address[sizeof(in6_addr)];
@@ -87,7 +92,9 @@ struct TlsStream::Impl {
 };
 
 Result<void> TlsStream::Impl::flush(Deadline deadline) {
-  std::lock_guard lock(write_mutex);
+  // Another fiber may be sending (a writer while we read): wait for it, within our deadline.
+  if (!write_mutex.try_lock_until(deadline)) return fail(deadline_exceeded());
+  std::lock_guard lock(write_mutex, std::adopt_lock);
   while (BIO_ctrl_pending(out) > 0) {
     if (!write_buffer) write_buffer = std::make_unique<std::byte[]>(kWriteChunk + 1024);
     const int n = BIO_read(out, write_buffer.get(), static_cast<int>(kWriteChunk + 1024));
@@ -168,6 +175,14 @@ Result<std::size_t> TlsStream::Impl::read(std::span<std::byte> buf, Deadline dea
     ERR_clear_error();
     std::size_t got = 0;
     const int ok = SSL_read_ex(ssl, buf.data(), buf.size(), &got);
+    if (link.renegotiation) {
+      ERR_clear_error();
+      renegotiations_refused.add();
+      broken = detail::tls_error(TlsErrc::protocol, "TLS read",
+                                 "the peer asked to renegotiate, which is refused");
+      send_alert();
+      return fail(broken);
+    }
     if (ok == 1) {
       if (BIO_ctrl_pending(out) > 0) {
         if (Result<void> sent = flush(deadline); !sent) return fail(sent.error());

@@ -309,6 +309,39 @@ TEST_F(TlsServerTest, OpensslSClientTalksToTernsServer) {
   });
 }
 
+TEST_F(TlsServerTest, RenegotiationEndsThatConnectionAndIsCounted) {
+  run_on(1, [] {
+    std::vector<std::error_code> errors;
+    Server server(server_context(), [&](TlsStream& stream) {
+      std::array<std::byte, 4096> buffer;
+      for (;;) {
+        tern::Result<std::size_t> n = stream.read(buffer, patience());
+        if (!n) {
+          errors.push_back(n.error());
+          return;
+        }
+        if (*n == 0 || !stream.write_all(std::span(buffer).first(*n), patience())) return;
+      }
+    });
+    // s_client asks for a new TLS 1.2 handshake when a line reads "R".
+    blocking([&] {
+      Child s_client({"openssl", "s_client", "-connect", "127.0.0.1:" + server.port(),
+                      "-servername", "localhost", "-CAfile", certs().ca(), "-tls1_2"});
+      s_client.write("before\n");
+      s_client.read_until("before", 20s);
+      s_client.write("R\n");
+      s_client.finish(20s);
+    });
+    ASSERT_TRUE(wait_for_condition([&] { return errors.size() == 1; }));
+    EXPECT_EQ(errors[0], TlsErrc::protocol) << errors[0].message();
+    EXPECT_NE(errors[0].message().find("renegotiate"), std::string::npos) << errors[0].message();
+    // The server serves the next client.
+    tern::Result<TlsStream> next = connect(server, client_context());
+    ASSERT_TRUE(next) << next.error().message();
+    EXPECT_EQ(round_trip(*next, "next"), "next");
+  });
+}
+
 TEST_F(TlsServerTest, TernsClientTalksToOpensslSServer) {
   run_on(1, [] {
     for (const std::string certificate : {"server", "expired"}) {
