@@ -128,22 +128,22 @@ void print_client_class(pb::io::Printer& out, const pb::ServiceDescriptor& servi
     out.Print(
         vars,
         "  // Calls $method$ and waits for the reply, or the status that says why there is none.\n"
-        "  ::tern::rpc::Result<$reply$> $method$(::tern::rpc::ClientContext& context,\n"
+        "  [[nodiscard]] ::tern::rpc::Result<$reply$> $method$(::tern::rpc::ClientContext& context,\n"
         "      const $request$& request);\n"
         "  // Calls $method$ with a default context (the channel's default timeout).\n"
-        "  ::tern::rpc::Result<$reply$> $method$(const $request$& request);\n"
+        "  [[nodiscard]] ::tern::rpc::Result<$reply$> $method$(const $request$& request);\n"
         "  // Calls $method$ and parses the reply into `reply`.\n"
-        "  ::tern::rpc::Status $method$(::tern::rpc::ClientContext& context,\n"
+        "  [[nodiscard]] ::tern::rpc::Status $method$(::tern::rpc::ClientContext& context,\n"
         "      const $request$& request, $reply$& reply);\n"
         "  // Starts $method$ in its own fiber; the future holds the reply.\n"
-        "  ::tern::rpc::Future<$reply$> $method$Async(\n"
+        "  [[nodiscard]] ::tern::rpc::Future<$reply$> $method$Async(\n"
         "      const ::tern::rpc::ClientContext& context, const $request$& request);\n"
         "  // Starts $method$ in its own fiber and runs `done` with the outcome there.\n"
         "  void $method$Async(const ::tern::rpc::ClientContext& context,\n"
         "      const $request$& request,\n"
         "      ::std::function<void(::tern::rpc::Result<$reply$>)> done);\n"
         "  // Sends $method$ as a one-way call (no reply); returns once it is queued.\n"
-        "  ::tern::rpc::Status $method$OneWay(::tern::rpc::ClientContext& context,\n"
+        "  [[nodiscard]] ::tern::rpc::Status $method$OneWay(::tern::rpc::ClientContext& context,\n"
         "      const $request$& request);\n");
   }
   out.Print(

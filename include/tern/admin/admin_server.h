@@ -47,7 +47,7 @@ class AdminServer {
 
   // Binds `address` (port 0: the kernel picks one), starts serving on the calling worker and
   // returns the address bound. Worker fiber.
-  Result<net::Address> start(const net::Address& address);
+  [[nodiscard]] Result<net::Address> start(const net::Address& address);
   // Stops accepting and waits for the requests in progress (each ends within its
   // head_timeout and request_timeout). The worker that called start().
   void stop();

@@ -36,16 +36,18 @@ class Broadcast {
   class Subscriber {
    public:
     // Receives the next value, waiting for one to be published. Interruptible.
-    Result<T> recv() { return recv_until(kNoDeadline); }
+    [[nodiscard]] Result<T> recv() { return recv_until(kNoDeadline); }
     // As recv(), giving up at the deadline with tern::deadline_exceeded().
-    Result<T> recv_until(Deadline deadline) { return owner_->receive(*this, deadline, true); }
+    [[nodiscard]] Result<T> recv_until(Deadline deadline) {
+      return owner_->receive(*this, deadline, true);
+    }
     // As recv_until(), with a timeout.
     template <typename Rep, typename Period>
-    Result<T> recv_for(std::chrono::duration<Rep, Period> timeout) {
+    [[nodiscard]] Result<T> recv_for(std::chrono::duration<Rep, Period> timeout) {
       return recv_until(deadline_after(timeout));
     }
     // Receives without waiting; fails with resource_unavailable_try_again when nothing is new.
-    Result<T> try_recv() { return owner_->receive(*this, kNoDeadline, false); }
+    [[nodiscard]] Result<T> try_recv() { return owner_->receive(*this, kNoDeadline, false); }
     // How many values this subscriber lost by falling behind.
     std::uint64_t missed() const noexcept { return missed_; }
 
@@ -63,7 +65,7 @@ class Broadcast {
     return Subscriber(this, first_ + kept_.size());
   }
   // Publishes a copy of value to every subscriber; fails with Errc::closed after close().
-  Result<void> publish(T value) {
+  [[nodiscard]] Result<void> publish(T value) {
     detail::WaitList claimed;
     guard_.lock();
     if (closed_) {
@@ -91,7 +93,7 @@ class Broadcast {
   }
 
  private:
-  Result<T> receive(Subscriber& sub, Deadline deadline, bool block) {
+  [[nodiscard]] Result<T> receive(Subscriber& sub, Deadline deadline, bool block) {
     for (;;) {
       guard_.lock();
       if (sub.next_ < first_) {

@@ -22,7 +22,8 @@ template <typename T>
 class Channel;
 
 template <typename A, typename B>
-Result<std::variant<A, B>> select(Channel<A>& a, Channel<B>& b, Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<std::variant<A, B>> select(Channel<A>& a, Channel<B>& b,
+                                                Deadline deadline = kNoDeadline);
 
 // A FIFO queue of values between fibers, on the same or different workers, bounded (send
 // waits while it is full) or unbounded. close() ends it: sends fail with Errc::closed,
@@ -48,29 +49,29 @@ class Channel {
 
   // Sends value, waiting while the channel is full. A send that fails (closed, timed out,
   // interrupted) drops the value; use try_send to keep it.
-  Result<void> send(T value) { return send_until(std::move(value), kNoDeadline); }
+  [[nodiscard]] Result<void> send(T value) { return send_until(std::move(value), kNoDeadline); }
   // As send(), giving up at the deadline with tern::deadline_exceeded().
-  Result<void> send_until(T value, Deadline deadline);
+  [[nodiscard]] Result<void> send_until(T value, Deadline deadline);
   // As send_until(), with a timeout.
   template <typename Rep, typename Period>
-  Result<void> send_for(T value, std::chrono::duration<Rep, Period> timeout) {
+  [[nodiscard]] Result<void> send_for(T value, std::chrono::duration<Rep, Period> timeout) {
     return send_until(std::move(value), deadline_after(timeout));
   }
   // Sends without waiting; fails with std::errc::resource_unavailable_try_again when full or
   // Errc::closed. `value` is moved from only on success.
-  Result<void> try_send(T&& value);
+  [[nodiscard]] Result<void> try_send(T&& value);
 
   // Receives the oldest value, waiting while the channel is empty.
-  Result<T> recv() { return recv_until(kNoDeadline); }
+  [[nodiscard]] Result<T> recv() { return recv_until(kNoDeadline); }
   // As recv(), giving up at the deadline with tern::deadline_exceeded().
-  Result<T> recv_until(Deadline deadline);
+  [[nodiscard]] Result<T> recv_until(Deadline deadline);
   // As recv_until(), with a timeout.
   template <typename Rep, typename Period>
-  Result<T> recv_for(std::chrono::duration<Rep, Period> timeout) {
+  [[nodiscard]] Result<T> recv_for(std::chrono::duration<Rep, Period> timeout) {
     return recv_until(deadline_after(timeout));
   }
   // Receives without waiting; fails with resource_unavailable_try_again or Errc::closed.
-  Result<T> try_recv();
+  [[nodiscard]] Result<T> try_recv();
 
   // Closes the channel and wakes every waiter. Idempotent.
   void close() noexcept;
@@ -239,7 +240,7 @@ void Channel<T>::close() noexcept {
 // giving up at the deadline with tern::deadline_exceeded(). A channel that is closed and drained
 // drops out; when both have, fails with Errc::closed. Interruptible. Worker fibers only.
 template <typename A, typename B>
-Result<std::variant<A, B>> select(Channel<A>& a, Channel<B>& b, Deadline deadline) {
+[[nodiscard]] Result<std::variant<A, B>> select(Channel<A>& a, Channel<B>& b, Deadline deadline) {
   detail::FiberControl* self = detail::current_fiber("tern::select");
   bool a_open = true;
   bool b_open = true;

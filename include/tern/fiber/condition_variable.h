@@ -26,18 +26,22 @@ class ConditionVariable {
   void notify_all() noexcept;
 
   // Releases the lock, waits for a notification, and takes the lock again.
-  Result<void> wait(std::unique_lock<Mutex>& lock) { return wait_until(lock, kNoDeadline); }
+  [[nodiscard]] Result<void> wait(std::unique_lock<Mutex>& lock) {
+    return wait_until(lock, kNoDeadline);
+  }
   // As wait(), giving up at the deadline with tern::deadline_exceeded().
-  Result<void> wait_until(std::unique_lock<Mutex>& lock, Deadline deadline);
+  [[nodiscard]] Result<void> wait_until(std::unique_lock<Mutex>& lock, Deadline deadline);
   // As wait_until(), with a timeout.
   template <typename Rep, typename Period>
-  Result<void> wait_for(std::unique_lock<Mutex>& lock, std::chrono::duration<Rep, Period> timeout) {
+  [[nodiscard]] Result<void> wait_for(std::unique_lock<Mutex>& lock,
+                                      std::chrono::duration<Rep, Period> timeout) {
     return wait_until(lock, deadline_after(timeout));
   }
   // Waits until pred() is true (checked with the lock held). Fails only on timeout or
   // interruption, and then pred() was false at the last check.
   template <typename Pred>
-  Result<void> wait_until(std::unique_lock<Mutex>& lock, Deadline deadline, Pred pred) {
+  [[nodiscard]] Result<void> wait_until(std::unique_lock<Mutex>& lock, Deadline deadline,
+                                        Pred pred) {
     while (!pred()) {
       Result<void> woken = wait_until(lock, deadline);
       if (!woken) return pred() ? Result<void>{} : woken;
@@ -46,13 +50,13 @@ class ConditionVariable {
   }
   // As wait_until() with a predicate, with a timeout.
   template <typename Rep, typename Period, typename Pred>
-  Result<void> wait_for(std::unique_lock<Mutex>& lock, std::chrono::duration<Rep, Period> timeout,
-                        Pred pred) {
+  [[nodiscard]] Result<void> wait_for(std::unique_lock<Mutex>& lock,
+                                      std::chrono::duration<Rep, Period> timeout, Pred pred) {
     return wait_until(lock, deadline_after(timeout), std::move(pred));
   }
   // Waits until pred() is true, without a deadline.
   template <typename Pred>
-  Result<void> wait(std::unique_lock<Mutex>& lock, Pred pred) {
+  [[nodiscard]] Result<void> wait(std::unique_lock<Mutex>& lock, Pred pred) {
     return wait_until(lock, kNoDeadline, std::move(pred));
   }
 

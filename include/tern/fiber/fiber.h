@@ -46,8 +46,8 @@ struct FiberSlot {
 // Makes a fiber on the current worker with room for an entry of the given size and alignment;
 // fails with the errno of the failed mmap/mprotect (e.g. ENOMEM) if no stack can be mapped.
 // Worker fibers only.
-Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_size,
-                               std::size_t entry_align);
+[[nodiscard]] Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_size,
+                                             std::size_t entry_align);
 // Ends the program through TERN_FATAL, saying which fiber's stack could not be mapped and why.
 // Any thread.
 [[noreturn]] void spawn_failed(const FiberOptions& options, std::error_code error) noexcept;
@@ -77,7 +77,7 @@ class Fiber {
   // Waits until the fiber finishes or the deadline passes (tern::deadline_exceeded(); the handle
   // stays joinable), or the waiting fiber is interrupted (std::errc::operation_canceled).
   // Owner worker only.
-  Result<void> join_until(Deadline deadline);
+  [[nodiscard]] Result<void> join_until(Deadline deadline);
   // Lets the fiber run on without a handle; it frees itself when it finishes. Owner worker only.
   void detach();
   // Asks the fiber to stop: its current or next interruptible wait (sleep, channel, condition
@@ -91,7 +91,7 @@ class Fiber {
   friend Fiber detail::start_fiber(detail::FiberControl*, detail::FiberEntry*) noexcept;
   explicit Fiber(detail::FiberControl* control) noexcept : control_(control) {}
   void check_owner(const char* operation) const;
-  Result<void> join_until(Deadline deadline, bool interruptible);
+  [[nodiscard]] Result<void> join_until(Deadline deadline, bool interruptible);
   detail::FiberControl* control_ = nullptr;
 };
 
@@ -140,10 +140,10 @@ void set_name(std::string_view name) noexcept;
 // Lets every other ready fiber on this worker run, then continues.
 void yield() noexcept;
 // Sleeps until the deadline. Returns std::errc::operation_canceled if interrupted first.
-Result<void> sleep_until(Deadline deadline);
+[[nodiscard]] Result<void> sleep_until(Deadline deadline);
 // Sleeps for the duration. Returns std::errc::operation_canceled if interrupted first.
 template <typename Rep, typename Period>
-Result<void> sleep_for(std::chrono::duration<Rep, Period> duration) {
+[[nodiscard]] Result<void> sleep_for(std::chrono::duration<Rep, Period> duration) {
   return sleep_until(deadline_after(duration));
 }
 // Whether this fiber was asked to stop (interrupt() or the runtime shutting down) and has not

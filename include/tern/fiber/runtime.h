@@ -26,7 +26,7 @@ inline constexpr std::chrono::seconds kMaxIdlePoll{1};
 // Parses an idle poll time as TERN_IDLE_POLL and the tools' --idle-poll take it ("200us", "1ms";
 // "0" or "off": none); fails with invalid_argument on anything else or past kMaxIdlePoll. Any
 // thread.
-Result<std::chrono::microseconds> parse_idle_poll(std::string_view text) noexcept;
+[[nodiscard]] Result<std::chrono::microseconds> parse_idle_poll(std::string_view text) noexcept;
 
 // How to build a Runtime.
 struct RuntimeOptions {
@@ -83,7 +83,7 @@ class Runtime {
   // Runs fn in a new fiber on worker `worker`. Fails with Errc::stopped when the runtime is
   // not running or that worker has already shut down; work accepted is never dropped.
   // Any thread.
-  Result<void> post(std::size_t worker, std::move_only_function<void()> fn);
+  [[nodiscard]] Result<void> post(std::size_t worker, std::move_only_function<void()> fn);
 
   // The runtime the calling worker belongs to, or nullptr off the workers. Any thread.
   static Runtime* current() noexcept;
@@ -107,7 +107,7 @@ using RuntimeStartHook = void (*)(const RuntimeOptions& options);
 void add_runtime_start_hook(RuntimeStartHook hook) noexcept;
 
 // Runs fn in a new fiber on worker `worker` of the current runtime. Worker threads only.
-Result<void> post(std::size_t worker, std::move_only_function<void()> fn);
+[[nodiscard]] Result<void> post(std::size_t worker, std::move_only_function<void()> fn);
 
 namespace this_worker {
 // The index of the calling worker in its runtime. Worker threads only.

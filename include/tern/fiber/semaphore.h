@@ -19,12 +19,12 @@ class Semaphore {
   Semaphore& operator=(const Semaphore&) = delete;
 
   // Waits for a permit and takes it.
-  Result<void> acquire() { return acquire_until(kNoDeadline); }
+  [[nodiscard]] Result<void> acquire() { return acquire_until(kNoDeadline); }
   // As acquire(), giving up at the deadline with tern::deadline_exceeded().
-  Result<void> acquire_until(Deadline deadline);
+  [[nodiscard]] Result<void> acquire_until(Deadline deadline);
   // As acquire_until(), with a timeout.
   template <typename Rep, typename Period>
-  Result<void> acquire_for(std::chrono::duration<Rep, Period> timeout) {
+  [[nodiscard]] Result<void> acquire_for(std::chrono::duration<Rep, Period> timeout) {
     return acquire_until(deadline_after(timeout));
   }
   // Takes a permit if one is free; returns whether it did.

@@ -27,12 +27,12 @@ class WaitGroup {
   // Tasks not done yet (a snapshot).
   std::size_t pending() noexcept;
   // Waits until every task added is done.
-  Result<void> wait() { return wait_until(kNoDeadline); }
+  [[nodiscard]] Result<void> wait() { return wait_until(kNoDeadline); }
   // As wait(), giving up at the deadline with tern::deadline_exceeded().
-  Result<void> wait_until(Deadline deadline);
+  [[nodiscard]] Result<void> wait_until(Deadline deadline);
   // As wait_until(), with a timeout.
   template <typename Rep, typename Period>
-  Result<void> wait_for(std::chrono::duration<Rep, Period> timeout) {
+  [[nodiscard]] Result<void> wait_for(std::chrono::duration<Rep, Period> timeout) {
     return wait_until(deadline_after(timeout));
   }
 

@@ -23,7 +23,7 @@ enum class BackendChoice { automatic, epoll, uring };
 std::string_view to_string(Backend backend) noexcept;
 
 // Parses "epoll", "uring", "io_uring" or "auto"; std::errc::invalid_argument otherwise. Any thread.
-Result<BackendChoice> parse_backend(std::string_view text) noexcept;
+[[nodiscard]] Result<BackendChoice> parse_backend(std::string_view text) noexcept;
 
 // The choice in the TERN_IO environment variable (automatic when unset). An unknown value
 // aborts with a message naming the accepted ones. Any thread.
@@ -31,7 +31,7 @@ BackendChoice backend_from_environment();
 
 // Whether io_uring can be used here; on failure, the reason (disabled by the kernel, refused by a
 // seccomp policy, too old). Probed once per process. Any thread.
-Result<void> uring_available();
+[[nodiscard]] Result<void> uring_available();
 
 // A RuntimeOptions::make_parker that gives every worker a reactor of the chosen backend.
 // Without it, a runtime in a program that links tern::io gets backend_from_environment().

@@ -19,34 +19,37 @@
 namespace tern::io {
 
 // read(2) into buf; 0 means end of file.
-Result<std::size_t> read(int fd, std::span<std::byte> buf, Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<std::size_t> read(int fd, std::span<std::byte> buf,
+                                       Deadline deadline = kNoDeadline);
 // write(2) of buf; may write less than all of it.
-Result<std::size_t> write(int fd, std::span<const std::byte> buf, Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<std::size_t> write(int fd, std::span<const std::byte> buf,
+                                        Deadline deadline = kNoDeadline);
 // recv(2) into buf with flags; 0 means the peer shut down its side.
-Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags = 0,
-                         Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags = 0,
+                                       Deadline deadline = kNoDeadline);
 // send(2) of buf with flags (MSG_NOSIGNAL is always added); may send less than all of it.
-Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags = 0,
-                         Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags = 0,
+                                       Deadline deadline = kNoDeadline);
 // One send(2) of buf that never waits (MSG_DONTWAIT | MSG_NOSIGNAL): what the socket took now,
 // 0 when its buffer is full. A plain system call under either backend, for a caller that has a
 // writer fiber to fall back on; do not mix it with a send of the same socket still in flight.
-Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept;
+[[nodiscard]] Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept;
 // recvmsg(2) (scatter read, datagrams with their source address).
-Result<std::size_t> recvmsg(int fd, msghdr* message, int flags = 0,
-                            Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<std::size_t> recvmsg(int fd, msghdr* message, int flags = 0,
+                                          Deadline deadline = kNoDeadline);
 // sendmsg(2) (gather write; MSG_NOSIGNAL is always added); may send less than all of it.
-Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags = 0,
-                            Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags = 0,
+                                          Deadline deadline = kNoDeadline);
 // accept4(2) of one connection, returned non-blocking and close-on-exec. `peer` may be null.
-Result<int> accept(int fd, sockaddr* peer, socklen_t* peer_length, Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<int> accept(int fd, sockaddr* peer, socklen_t* peer_length,
+                                 Deadline deadline = kNoDeadline);
 // connect(2) of a non-blocking socket, waiting until the connection is established or fails.
-Result<void> connect(int fd, const sockaddr* address, socklen_t length,
-                     Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<void> connect(int fd, const sockaddr* address, socklen_t length,
+                                   Deadline deadline = kNoDeadline);
 // Waits until fd is readable (or has an error or hang-up).
-Result<void> wait_readable(int fd, Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<void> wait_readable(int fd, Deadline deadline = kNoDeadline);
 // Waits until fd is writable (or has an error or hang-up).
-Result<void> wait_writable(int fd, Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<void> wait_writable(int fd, Deadline deadline = kNoDeadline);
 // Wakes every fiber of this worker waiting on fd (their operations end with
 // operation_canceled), then closes it.
 void close(int fd) noexcept;

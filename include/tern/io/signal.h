@@ -33,6 +33,6 @@ void block_stop_signals() noexcept;
 // Calls block_stop_signals first. Fails with timed_out at the deadline, operation_canceled when
 // the fiber is interrupted or its runtime shuts down, or an errno if the signalfd cannot be made.
 // Worker fibers of a runtime with reactors only (either backend).
-Result<int> wait_for_stop_signal(Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<int> wait_for_stop_signal(Deadline deadline = kNoDeadline);
 
 }  // namespace tern::io

@@ -31,7 +31,7 @@ namespace tern::log {
 // Sets the logger up (after flushing and closing any previous setup); opens options.file.
 // Call from one thread at a time; logging from other threads meanwhile is safe, and a record
 // logged during the switch goes to the old or the new sinks.
-Result<void> init(Options options);
+[[nodiscard]] Result<void> init(Options options);
 // Writes every record out, flushes the sinks, stops the writer thread and returns to the default
 // (synchronous, stderr, INFO). Called at exit if init() was. Same threads as init().
 void shutdown();

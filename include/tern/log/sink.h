@@ -68,7 +68,7 @@ struct FileSinkOptions {
 class FileSink final : public Sink {
  public:
   // Opens (creating or appending to) options.path. Any thread.
-  static Result<std::shared_ptr<FileSink>> open(FileSinkOptions options);
+  [[nodiscard]] static Result<std::shared_ptr<FileSink>> open(FileSinkOptions options);
   ~FileSink() override;
 
   void write(std::string_view lines) override;

@@ -27,11 +27,11 @@ class Address {
   // (all IPv4 interfaces). Host names are not resolved here (see resolve()). On failure
   // returns std::errc::invalid_argument whose message() says what is wrong ("'1.2.3.4': missing
   // port ..."), also put in *why when given.
-  static Result<Address> parse(std::string_view text, std::string* why = nullptr);
+  [[nodiscard]] static Result<Address> parse(std::string_view text, std::string* why = nullptr);
   // 127.0.0.1:port.
   static Address loopback(std::uint16_t port) noexcept;
   // An IPv4 address from a dotted quad and a port; invalid_argument for a bad quad.
-  static Result<Address> ipv4(std::string_view dotted, std::uint16_t port);
+  [[nodiscard]] static Result<Address> ipv4(std::string_view dotted, std::uint16_t port);
 
   int family() const noexcept { return storage_.ss_family; }
   bool is_ip() const noexcept { return family() == AF_INET || family() == AF_INET6; }
@@ -64,7 +64,8 @@ class Address {
 // resolve fails with a code of resolve_category() whose message names it ("resolve
 // no.such.host: Name or service not known"). `why`, if given, gets the same text as message().
 // Worker fibers only.
-Result<std::vector<Address>> resolve(std::string_view host_port, std::string* why = nullptr);
+[[nodiscard]] Result<std::vector<Address>> resolve(std::string_view host_port,
+                                                   std::string* why = nullptr);
 
 // The category of getaddrinfo's failures: value() is the EAI_* code, message() is
 // gai_strerror's. Its codes are equivalent to no std::errc; compare with ResolveError. Any

@@ -58,8 +58,8 @@ class Buffer {
 
   // One read from stream into the free space (at least `at_least` bytes of it); returns the
   // bytes read, 0 at end of stream. Worker fibers only.
-  Result<std::size_t> read_from(TcpStream& stream, Deadline deadline = kNoDeadline,
-                                std::size_t at_least = 4096);
+  [[nodiscard]] Result<std::size_t> read_from(TcpStream& stream, Deadline deadline = kNoDeadline,
+                                              std::size_t at_least = 4096);
 
  private:
   std::unique_ptr<std::byte[]> storage_;  // capacity_ bytes once allocated
@@ -86,8 +86,8 @@ struct Frame {
 
 // Finds the first frame in bytes: a Frame when it is complete, std::nullopt when more bytes are
 // needed, std::errc::message_size when the length field exceeds format.max_body. Any thread.
-Result<std::optional<Frame>> parse_frame(std::span<const std::byte> bytes,
-                                         const FrameFormat& format);
+[[nodiscard]] Result<std::optional<Frame>> parse_frame(std::span<const std::byte> bytes,
+                                                       const FrameFormat& format);
 
 // Reads a big-endian unsigned integer of `width` bytes. Any thread.
 std::uint64_t load_big_endian(const std::byte* at, std::size_t width) noexcept;
@@ -95,7 +95,8 @@ std::uint64_t load_big_endian(const std::byte* at, std::size_t width) noexcept;
 void store_big_endian(std::byte* at, std::size_t width, std::uint64_t value) noexcept;
 
 // Writes header and body with one gather write (retrying until all is written). Worker fibers.
-Result<void> write_frame(TcpStream& stream, std::span<const std::byte> header,
-                         std::span<const std::byte> body, Deadline deadline = kNoDeadline);
+[[nodiscard]] Result<void> write_frame(TcpStream& stream, std::span<const std::byte> header,
+                                       std::span<const std::byte> body,
+                                       Deadline deadline = kNoDeadline);
 
 }  // namespace tern::net

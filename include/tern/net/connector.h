@@ -29,7 +29,7 @@ class Connector {
 
   // Connects, retrying on failure; fails with the last error at the deadline (timed_out) or
   // when interrupted (operation_canceled).
-  Result<TcpStream> connect(Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<TcpStream> connect(Deadline deadline = kNoDeadline);
 
   // Failed attempts since the last success.
   std::uint32_t failures() const noexcept { return failures_; }

@@ -20,7 +20,7 @@ class Socket {
   ~Socket() { close(); }
 
   // Makes a non-blocking, close-on-exec socket. Any thread.
-  static Result<Socket> open(int family, int type, int protocol = 0);
+  [[nodiscard]] static Result<Socket> open(int family, int type, int protocol = 0);
 
   int fd() const noexcept { return fd_; }
   bool is_open() const noexcept { return fd_ >= 0; }
@@ -30,13 +30,13 @@ class Socket {
   void close() noexcept;
 
   // The address this socket is bound to.
-  Result<Address> local_address() const;
+  [[nodiscard]] Result<Address> local_address() const;
   // The address of the connected peer.
-  Result<Address> peer_address() const;
+  [[nodiscard]] Result<Address> peer_address() const;
   // setsockopt(2) of an int option.
-  Result<void> set_option(int level, int name, int value);
+  [[nodiscard]] Result<void> set_option(int level, int name, int value);
   // getsockopt(2) of an int option.
-  Result<int> get_option(int level, int name) const;
+  [[nodiscard]] Result<int> get_option(int level, int name) const;
 
  private:
   int fd_ = -1;

@@ -29,14 +29,15 @@ class TcpListener {
 
   // Binds to address (port 0: the kernel picks one; see local_address) and listens. A failure's
   // message names the step and the address ("bind 127.0.0.1:80: Address already in use").
-  static Result<TcpListener> bind(const Address& address, const ListenOptions& options = {});
+  [[nodiscard]] static Result<TcpListener> bind(const Address& address,
+                                                const ListenOptions& options = {});
 
   // Accepts one connection.
-  Result<TcpStream> accept(Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<TcpStream> accept(Deadline deadline = kNoDeadline);
   // As accept, also giving the peer's address.
-  Result<TcpStream> accept(Address* peer, Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<TcpStream> accept(Address* peer, Deadline deadline = kNoDeadline);
 
-  Result<Address> local_address() const { return socket_.local_address(); }
+  [[nodiscard]] Result<Address> local_address() const { return socket_.local_address(); }
   // Stops listening; fibers of this worker waiting in accept wake with operation_canceled.
   void close() noexcept;
   bool is_open() const noexcept { return socket_.is_open(); }

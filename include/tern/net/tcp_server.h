@@ -77,7 +77,7 @@ class TcpServer {
 
   // Binds address (port 0: the kernel picks one) and starts accepting; returns the address
   // bound. With AcceptMode::reuse_port every worker gets a listener on that port.
-  Result<Address> start(const Address& address);
+  [[nodiscard]] Result<Address> start(const Address& address);
 
   // Graceful shutdown: stops accepting at once, lets handlers run until `grace`, then shuts
   // down the connections still open (their reads see end of stream, their writes fail) and

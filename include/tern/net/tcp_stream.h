@@ -34,16 +34,18 @@ class TcpStream {
 
   // Connects to address; a failure's message names it ("connect 127.0.0.1:1: Connection
   // refused").
-  static Result<TcpStream> connect(const Address& address, Deadline deadline = kNoDeadline);
+  [[nodiscard]] static Result<TcpStream> connect(const Address& address,
+                                                 Deadline deadline = kNoDeadline);
   // Resolves "host:port" (see resolve(): text that is not an address and names that do not
   // resolve fail as it does) and connects to the first address that accepts.
-  static Result<TcpStream> connect(std::string_view host_port, Deadline deadline = kNoDeadline);
+  [[nodiscard]] static Result<TcpStream> connect(std::string_view host_port,
+                                                 Deadline deadline = kNoDeadline);
 
   // Reads what is available, at most buf.size() bytes, waiting until there is something;
   // 0 means the peer closed its side.
-  Result<std::size_t> read(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<std::size_t> read(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
   // Reads exactly buf.size() bytes; Errc::eof if the stream ends first.
-  Result<void> read_exact(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<void> read_exact(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
   // Reads into `buffer` until its readable bytes hold `delim` (asio's read_until); returns the
   // offset just past the first delimiter, so the line is buffer.text().substr(0, n) and
   // buffer.consume(n) drops it. Bytes after the delimiter stay in the buffer for the next call,
@@ -56,21 +58,25 @@ class TcpStream {
                                                Deadline deadline = kNoDeadline);
   // Waits until a read would not wait (data, the peer's close or an error is there) without
   // reading anything: a server can take a read buffer only once a connection has data.
-  Result<void> wait_readable(Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<void> wait_readable(Deadline deadline = kNoDeadline);
   // Writes some of buf, waiting until at least one byte can be written.
-  Result<std::size_t> write(std::span<const std::byte> buf, Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<std::size_t> write(std::span<const std::byte> buf,
+                                          Deadline deadline = kNoDeadline);
   // Writes all of buf.
-  Result<void> write_all(std::span<const std::byte> buf, Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<void> write_all(std::span<const std::byte> buf,
+                                       Deadline deadline = kNoDeadline);
   // Scatter read into iov (one system call when data is there).
-  Result<std::size_t> readv(std::span<const iovec> iov, Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<std::size_t> readv(std::span<const iovec> iov,
+                                          Deadline deadline = kNoDeadline);
   // Gather write of iov; may write less than all of it.
-  Result<std::size_t> writev(std::span<const iovec> iov, Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<std::size_t> writev(std::span<const iovec> iov,
+                                           Deadline deadline = kNoDeadline);
   // Gather write of all of iov (e.g. a header and a body in one system call); iov's entries
   // are advanced past what was written.
-  Result<void> writev_all(std::span<iovec> iov, Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<void> writev_all(std::span<iovec> iov, Deadline deadline = kNoDeadline);
 
   // Shuts down reading (SHUT_RD), writing (SHUT_WR, a half-close) or both.
-  Result<void> shutdown(int how = SHUT_WR);
+  [[nodiscard]] Result<void> shutdown(int how = SHUT_WR);
   // Closes the socket.
   void close() noexcept { socket_.close(); }
   bool is_open() const noexcept { return socket_.is_open(); }
@@ -81,15 +87,15 @@ class TcpStream {
   std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
 
   // Disables Nagle's algorithm (TCP only).
-  Result<void> set_nodelay(bool on = true);
+  [[nodiscard]] Result<void> set_nodelay(bool on = true);
   // Enables TCP keepalive probes.
-  Result<void> set_keepalive(bool on = true);
+  [[nodiscard]] Result<void> set_keepalive(bool on = true);
   // Sets SO_SNDBUF / SO_RCVBUF (the kernel doubles the value).
-  Result<void> set_send_buffer(int bytes);
-  Result<void> set_receive_buffer(int bytes);
+  [[nodiscard]] Result<void> set_send_buffer(int bytes);
+  [[nodiscard]] Result<void> set_receive_buffer(int bytes);
 
-  Result<Address> local_address() const { return socket_.local_address(); }
-  Result<Address> peer_address() const { return socket_.peer_address(); }
+  [[nodiscard]] Result<Address> local_address() const { return socket_.local_address(); }
+  [[nodiscard]] Result<Address> peer_address() const { return socket_.peer_address(); }
   int fd() const noexcept { return socket_.fd(); }
   Socket& socket() noexcept { return socket_; }
 

@@ -18,16 +18,16 @@ class UdpSocket {
 
   // A socket bound to address (port 0: the kernel picks one); a failure's message names the
   // address ("bind 127.0.0.1:53: Address already in use").
-  static Result<UdpSocket> bind(const Address& address);
+  [[nodiscard]] static Result<UdpSocket> bind(const Address& address);
 
   // Sends one datagram to `to`.
-  Result<std::size_t> send_to(std::span<const std::byte> datagram, const Address& to,
-                              Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<std::size_t> send_to(std::span<const std::byte> datagram, const Address& to,
+                                            Deadline deadline = kNoDeadline);
   // Receives one datagram (truncated to buf.size()) and its sender.
-  Result<std::size_t> receive_from(std::span<std::byte> buf, Address* from,
-                                   Deadline deadline = kNoDeadline);
+  [[nodiscard]] Result<std::size_t> receive_from(std::span<std::byte> buf, Address* from,
+                                                 Deadline deadline = kNoDeadline);
 
-  Result<Address> local_address() const { return socket_.local_address(); }
+  [[nodiscard]] Result<Address> local_address() const { return socket_.local_address(); }
   void close() noexcept { socket_.close(); }
   int fd() const noexcept { return socket_.fd(); }
 

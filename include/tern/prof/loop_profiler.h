@@ -146,6 +146,6 @@ inline void timed_phase(LoopProfiler* profiler, LoopPhase phase, Fn&& fn) {
 
 // Parses a profiler interval: a positive number with a unit, as in "10s", "500ms", "1m",
 // "1.5s" or "1h"; "0" and "off" mean off (zero). Any thread.
-Result<std::chrono::milliseconds> parse_interval(std::string_view text) noexcept;
+[[nodiscard]] Result<std::chrono::milliseconds> parse_interval(std::string_view text) noexcept;
 
 }  // namespace tern::prof

@@ -91,7 +91,7 @@ class Channel {
   // Parses and resolves `targets` and starts connecting in the background; fails with
   // invalid_argument for a malformed target and unavailable when a name does not resolve.
   // Worker fibers only.
-  static Result<Channel> open(std::string_view targets, ChannelOptions options = {});
+  [[nodiscard]] static Result<Channel> open(std::string_view targets, ChannelOptions options = {});
 
   Channel(Channel&&) noexcept;
   Channel& operator=(Channel&&) noexcept;
@@ -103,20 +103,22 @@ class Channel {
   // unavailable, ...). With no connection ready it fails with unavailable once the channel's
   // first connect attempts have failed, or waits for one if the context sets wait_for_ready.
   // From fibers of the channel's worker.
-  Status call(ClientContext& context, std::string_view service, std::string_view method,
-              const google::protobuf::MessageLite& request, google::protobuf::MessageLite& reply);
+  [[nodiscard]] Status call(ClientContext& context, std::string_view service,
+                            std::string_view method, const google::protobuf::MessageLite& request,
+                            google::protobuf::MessageLite& reply);
 
   // Sends a one-way call: the server runs the method and sends no reply. Returns once the call
   // is queued on a connection (unavailable when none is ready, unless the context sets
   // wait_for_ready). From fibers of the channel's worker.
-  Status notify(ClientContext& context, std::string_view service, std::string_view method,
-                const google::protobuf::MessageLite& request);
+  [[nodiscard]] Status notify(ClientContext& context, std::string_view service,
+                              std::string_view method,
+                              const google::protobuf::MessageLite& request);
 
   // Starts the call in its own fiber and returns a future of the reply. `service` and `method`
   // must outlive the call (string literals, as generated code passes).
   template <typename Reply, typename Request>
-  Future<Reply> call_async(const ClientContext& context, std::string_view service,
-                           std::string_view method, Request request) {
+  [[nodiscard]] Future<Reply> call_async(const ClientContext& context, std::string_view service,
+                                         std::string_view method, Request request) {
     auto state = std::make_shared<detail::FutureState<Reply>>();
     state->context = context;
     start_async(

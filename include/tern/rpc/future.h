@@ -44,7 +44,7 @@ class Future {
 
   // Waits for the call to end and returns its reply or status, once. An interrupted wait cancels
   // the call and returns cancelled.
-  Result<T> get() {
+  [[nodiscard]] Result<T> get() {
     TERN_ASSERT(valid(), "Future::get on an empty future (or get called twice)");
     while (!state_->done.wait()) state_->context.cancel();
     taken_ = true;
