@@ -267,6 +267,7 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
   if (shape.well_formed && (shape.entries > max_entries ||
                             shape.largest_entry > state_.options.max_metadata_entry_size)) {
     if (id > last_call_id_) last_call_id_ = id;
+    state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
     state_.metadata_limit_rejected.fetch_add(1, std::memory_order_relaxed);
     return answer(
         Status(StatusCode::resource_exhausted,
@@ -305,6 +306,7 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
   tern::Result<std::span<const std::byte>> plain =
       plain_body(frame, state_.options.max_decompressed_size, scratch_);
   if (!plain && plain.error() == std::errc::message_size) {
+    state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
     state_.body_limit_rejected.fetch_add(1, std::memory_order_relaxed);
     return answer(Status(StatusCode::resource_exhausted,
                          fmt::format("the compressed request body ({} bytes) decompresses to more "

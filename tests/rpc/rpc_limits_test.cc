@@ -339,6 +339,7 @@ TEST(ServerLimits, ZstdBombFailsItsCallWithoutAllocatingAndTheConnectionStays) {
 
     const ServerStats after = target.stats();
     EXPECT_EQ(after.body_limit_rejected, before.body_limit_rejected + kBombs);
+    EXPECT_EQ(after.rejected_calls, before.rejected_calls + kBombs);
     EXPECT_EQ(after.protocol_errors, before.protocol_errors);
     // Nothing near a bomb's size was ever held by a connection.
     EXPECT_LT(after.connection_bytes_peak, 2u << 20);
@@ -534,6 +535,7 @@ TEST(ServerLimits, MetadataOf30000EmptyEntriesFailsItsCall) {
 
     const ServerStats after = target.stats();
     EXPECT_EQ(after.metadata_limit_rejected, before.metadata_limit_rejected + 2);
+    EXPECT_EQ(after.rejected_calls, before.rejected_calls + 2);
     EXPECT_EQ(after.protocol_errors, before.protocol_errors);
     target.expect_good_calls();
   });

@@ -70,7 +70,7 @@ struct ServerOptions {
 struct ServerStats {
   std::uint64_t calls = 0;                // calls that ran a handler
   std::uint64_t failed_calls = 0;         // of those, calls that returned a status other than ok
-  std::uint64_t rejected_calls = 0;       // resource_exhausted (limit) or unavailable (stopping)
+  std::uint64_t rejected_calls = 0;       // resource_exhausted (a limit) or unavailable (stopping)
   std::uint64_t unimplemented_calls = 0;  // no such service or method
   std::uint64_t protocol_errors = 0;      // connections closed for a malformed frame
   std::uint64_t slow_readers = 0;         // connections closed for not reading their replies
@@ -78,8 +78,8 @@ struct ServerStats {
   std::uint64_t in_flight = 0;            // calls running now
   std::uint64_t connections = 0;          // connections open now
   std::uint64_t write_timeouts = 0;       // of slow_readers, closed after write_timeout
-  std::uint64_t body_limit_rejected = 0;  // calls failed over max_decompressed_size
-  std::uint64_t metadata_limit_rejected = 0;  // calls failed over a metadata entry limit
+  std::uint64_t body_limit_rejected = 0;  // of rejected_calls, over max_decompressed_size
+  std::uint64_t metadata_limit_rejected = 0;  // of rejected_calls, over a metadata entry limit
   std::uint64_t backpressure_pauses = 0;    // times a connection stopped reading (memory or calls)
   std::uint64_t cancelled_by_close = 0;     // running calls cancelled as their connection closed
   std::uint64_t connection_bytes = 0;       // bytes the open connections hold now (all of them)
