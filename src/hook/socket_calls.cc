@@ -56,6 +56,22 @@ int accept_impl(int fd, sockaddr* peer, socklen_t* length, int flags, bool plain
   return accepted;
 }
 
+// A write of `length` bytes with a blocking stream socket's outcome: in a fiber, a socket that
+// is non-blocking underneath takes what fits and says so; the call goes on until all of it is
+// written, as the kernel does for a blocking socket, and reports what was written when a timeout,
+// an interrupt or an error ends it part way. call(done) writes from offset `done`.
+template <typename Call>
+ssize_t write_all(int fd, std::size_t length, Call call) {
+  if (cooperative_fd(fd) == nullptr) return blocking_call(fd, true, [&] { return call(0); });
+  std::size_t done = 0;
+  do {
+    const ssize_t n = blocking_call(fd, true, [&] { return call(done); });
+    if (n < 0) return done > 0 ? static_cast<ssize_t>(done) : -1;
+    done += static_cast<std::size_t>(n);
+  } while (done < length);
+  return static_cast<ssize_t>(done);
+}
+
 int fcntl_impl(int fd, int cmd, void* arg) {
   const Originals& libc = originals();
   FdEntry* entry = find_fd(fd);
@@ -157,7 +173,9 @@ ssize_t read(int fd, void* buf, size_t count) {
 }
 
 ssize_t write(int fd, const void* buf, size_t count) {
-  return blocking_call(fd, true, [&] { return originals().write(fd, buf, count); });
+  return write_all(fd, count, [&](std::size_t done) {
+    return originals().write(fd, static_cast<const char*>(buf) + done, count - done);
+  });
 }
 
 ssize_t readv(int fd, const iovec* parts, int count) {
@@ -205,7 +223,9 @@ ssize_t recvmsg(int fd, msghdr* message, int flags) {
 ssize_t send(int fd, const void* buf, size_t len, int flags) {
   const Originals& libc = originals();
   if ((flags & MSG_DONTWAIT) != 0) return libc.send(fd, buf, len, flags);
-  return blocking_call(fd, true, [&] { return libc.send(fd, buf, len, flags); });
+  return write_all(fd, len, [&](std::size_t done) {
+    return libc.send(fd, static_cast<const char*>(buf) + done, len - done, flags);
+  });
 }
 
 ssize_t sendto(int fd, const void* buf, size_t len, int flags, const sockaddr* to,

@@ -13,13 +13,16 @@
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "hook_test_util.h"
 #include "tern/fiber/fiber.h"
@@ -75,6 +78,29 @@ TEST(Hook, ABlockingReadParksTheFiberNotTheWorker) {
     EXPECT_TRUE(wrote);
     EXPECT_EQ(std::string(buf, 4), "ping");
     writer.join();
+  });
+}
+
+// A blocking socket's write returns only when all of it is written, however small the socket's
+// buffer; the reader on the same worker runs meanwhile.
+TEST(Hook, AWriteLargerThanTheSocketBufferWritesAllOfIt) {
+  on_workers(1, [] {
+    TcpPair pair;
+    const std::string data(8 << 20, 'w');
+    const std::size_t total = data.size() + (1 << 20);
+    std::size_t received = 0;
+    tern::Fiber reader = tern::spawn([&] {
+      std::vector<char> buf(1 << 16);
+      while (received < total) {
+        const ssize_t n = ::read(pair.server, buf.data(), buf.size());
+        if (n <= 0) break;
+        received += static_cast<std::size_t>(n);
+      }
+    });
+    EXPECT_EQ(::write(pair.client, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+    EXPECT_EQ(::send(pair.client, data.data(), 1 << 20, 0), 1 << 20);
+    reader.join();
+    EXPECT_EQ(received, total);
   });
 }
 
@@ -291,6 +317,17 @@ TEST(Hook, SleepsAndNameLookupsDoNotHoldTheWorker) {
     sleeper.join();
     resolver.join();
     EXPECT_LT(tickers.stop(), hook_test::kMaxLateness);
+  });
+}
+
+// The control of every ticker bound: a worker blocked in a system call the hook does not see
+// (a raw nanosleep) shows as a late ticker, however loaded the machine.
+TEST(Hook, TickersSeeAWorkerBlockedInASystemCall) {
+  on_workers(2, [] {
+    hook_test::Tickers tickers;
+    const timespec request = {.tv_sec = 0, .tv_nsec = 200'000'000};
+    EXPECT_EQ(::syscall(SYS_nanosleep, &request, nullptr), 0);
+    EXPECT_GE(tickers.stop(), 150ms);
   });
 }
 
