@@ -9,13 +9,13 @@
 #include "tern/base/assert.h"
 
 #define TERN_HOOK_INTERCEPTOR(name) extern "C" void __interceptor_##name() __attribute__((weak));
-#define TERN_HOOK_EACH(X)                                                                         \
-  X(socket)                                                                                       \
-  X(connect)                                                                                      \
-  X(accept) X(accept4) X(read) X(write) X(readv) X(writev) X(recv) X(recvfrom) X(recvmsg) X(send) \
-      X(sendto) X(sendmsg) X(poll) X(ppoll) X(select) X(close) X(dup) X(dup2) X(dup3) X(fcntl)    \
-          X(ioctl) X(setsockopt) X(sleep) X(usleep) X(nanosleep) X(getaddrinfo) X(gethostbyname)  \
-              X(gethostbyname_r) X(epoll_wait) X(epoll_pwait)
+// clang-format off
+#define TERN_HOOK_EACH(X)                                                                        \
+  X(socket) X(connect) X(accept) X(accept4) X(read) X(write) X(readv) X(writev) X(recv)           \
+  X(recvfrom) X(recvmsg) X(send) X(sendto) X(sendmsg) X(poll) X(ppoll) X(select) X(close) X(dup)  \
+  X(dup2) X(dup3) X(fcntl) X(ioctl) X(setsockopt) X(sleep) X(usleep) X(nanosleep)                \
+  X(getaddrinfo) X(gethostbyname) X(gethostbyname_r) X(epoll_wait) X(epoll_pwait)
+// clang-format on
 
 TERN_HOOK_EACH(TERN_HOOK_INTERCEPTOR)
 
