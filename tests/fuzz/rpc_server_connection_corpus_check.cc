@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
             tern::fuzz::run_server_connection(bytes);
         note = std::to_string(outcome.responses) + " responses (" +
                std::to_string(outcome.ok_responses) + " ok), " + std::to_string(outcome.pongs) +
-               " pongs" + (outcome.goaway ? ", goaway" : "") + (outcome.closed ? ", closed" : "");
+               " pongs" + (outcome.goaway ? ", goaway" : "") + (outcome.closed ? ", closed" : "") +
+               "; peak " + std::to_string(outcome.connection_bytes_peak) + " bytes held";
         const std::string expected = tern::fuzz::seed_outcome(seed);
         if (expected == "answered") return outcome.ok_responses > 0 && !outcome.goaway;
         if (expected == "responded") return outcome.responses > 0;

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <future>
 #include <optional>
@@ -73,11 +74,26 @@ class FuzzService final : public rpc::Service {
 // Small limits, so inputs of a few KiB reach them.
 rpc::ServerOptions fuzz_server_options() {
   rpc::ServerOptions options;
-  options.max_frame_size = 256u << 10;
-  options.max_metadata_size = 16u << 10;
-  options.max_pending_reply_bytes = 1u << 20;
+  options.max_frame_size = 64u << 10;
+  options.max_metadata_size = 8u << 10;
+  options.max_pending_reply_bytes = 256u << 10;
   options.frame_read_timeout = 1s;
+  options.max_decompressed_size = 64u << 10;
+  options.max_connection_memory = 16u << 10;
+  options.max_calls_per_connection = 8;
+  options.max_metadata_entries = 64;
+  options.max_metadata_entry_size = 1u << 10;
+  options.retained_buffer_size = 16u << 10;
+  options.write_timeout = 2s;
   return options;
+}
+
+// The most one connection may hold under fuzz_server_options(): the server stops reading once it
+// holds more than its budget, so at most one more frame comes in, with its decompressed body, and
+// the slack of one read (16 KiB) and of buffer growth.
+std::size_t connection_memory_bound(const rpc::ServerOptions& options) {
+  return options.max_connection_memory + options.max_frame_size + options.max_decompressed_size +
+         (64u << 10);
 }
 
 // A frame read back from the server, its metadata parsed.
@@ -225,6 +241,7 @@ class Harness {
               "the server kept a connection open after its peer closed it");
       (void)this_fiber::sleep_for(1ms);
     }
+    outcome.connection_bytes_peak = check_memory();
     return outcome;
   }
 
@@ -261,6 +278,18 @@ class Harness {
           kTarget, "the probe's reply is not its request");
       return;
     }
+  }
+
+  // No connection held more than its budget allows at any time; the most one held.
+  std::uint64_t check_memory() {
+    const rpc::ServerStats stats = server_->stats();
+    if (stats.connection_bytes_peak > connection_memory_bound(options_)) {
+      std::fprintf(stderr, "%s: a connection held %llu bytes (bound %zu)\n", kTarget,
+                   static_cast<unsigned long long>(stats.connection_bytes_peak),
+                   connection_memory_bound(options_));
+      require(false, kTarget, "a connection held more memory than its budget and one frame");
+    }
+    return stats.connection_bytes_peak;
   }
 
   const rpc::ServerOptions options_ = fuzz_server_options();

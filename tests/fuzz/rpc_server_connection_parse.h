@@ -2,10 +2,10 @@
 
 // The whole server side of a tern RPC connection under attack: a real rpc::Server on 127.0.0.1:0
 // (one tern::Runtime worker on a thread of its own, started on first use) is sent a fuzz input's
-// bytes over a real connection, then must still answer a well-formed call on another connection
-// and close the attacked connection. What the libFuzzer target rpc_server_connection_fuzz feeds
-// and what its seed corpus check runs. Any one thread at a time (the calls are serialized by the
-// caller, as libFuzzer does).
+// bytes over a real connection, then must still answer a well-formed call on another connection,
+// close the attacked connection and keep every connection's memory within its budget. What the
+// libFuzzer target rpc_server_connection_fuzz feeds and what its seed corpus check runs. Any one
+// thread at a time (the calls are serialized by the caller, as libFuzzer does).
 
 #include <cstddef>
 #include <cstdint>
@@ -35,11 +35,14 @@ struct ServerConnectionOutcome {
   std::size_t pongs = 0;
   bool goaway = false;  // the server sent goaway
   bool closed = false;  // the server closed the connection within the read deadline
+  // The most bytes one connection of the fuzz server has held so far (all inputs included).
+  std::uint64_t connection_bytes_peak = 0;
 };
 
 // Runs one input against the fuzz server and checks the invariants; aborts (with a message on
-// stderr) when one breaks: the server stopped answering, sent bytes that are not frames, or kept
-// the attacked connection open after it was closed.
+// stderr) when one breaks: the server stopped answering, sent bytes that are not frames, kept
+// the attacked connection open after it was closed, or held more memory for a connection than
+// its budget allows.
 ServerConnectionOutcome run_server_connection(std::span<const std::byte> input);
 
 }  // namespace tern::fuzz
