@@ -166,6 +166,7 @@ bool TcpServer::admit() {
 }
 
 void TcpServer::accept_loop(WorkerState& worker) {
+  this_fiber::set_name(options_.name + "-accept");
   while (!shared_->stopping.load(std::memory_order_acquire)) {
     Result<TcpStream> stream = worker.listener.accept();
     if (!stream) {
