@@ -32,6 +32,7 @@ using SessionPtr = std::unique_ptr<SSL_SESSION, SessionFree>;
 struct Generation {
   std::vector<SslCtxPtr> contexts;
   std::uint64_t number = 0;
+  std::string file_stamps;  // the files it was loaded from, as file_stamps() saw them
 };
 
 // What a TlsContext handle shares.

@@ -6,6 +6,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <sys/stat.h>
+
 #include <utility>
 
 #include "context_state.h"
@@ -244,11 +246,41 @@ Result<SslCtxPtr> client_ctx(ContextState& state) {
   return ctx;
 }
 
+// What the state's files look like now (path, size, modification time and inode of each), to
+// tell whether any changed.
+std::string file_stamps(const ContextState& state) {
+  std::vector<std::string> paths;
+  auto add = [&paths](const Certificate& certificate) {
+    if (certificate.chain_pem.empty()) paths.push_back(certificate.chain_file);
+    if (certificate.key_pem.empty()) paths.push_back(certificate.key_file);
+  };
+  if (state.server) {
+    for (const Certificate& certificate : state.server_config.certificates) add(certificate);
+    if (state.server_config.ca_pem.empty()) paths.push_back(state.server_config.ca_file);
+  } else {
+    for (const Certificate& certificate : state.client_config.certificate) add(certificate);
+    if (state.client_config.ca_pem.empty()) paths.push_back(state.client_config.ca_file);
+  }
+  std::string stamps;
+  for (const std::string& path : paths) {
+    if (path.empty()) continue;
+    struct stat info = {};
+    stamps += path;
+    if (::stat(path.c_str(), &info) == 0) {
+      stamps += ' ' + std::to_string(info.st_size) + ' ' + std::to_string(info.st_mtim.tv_sec) +
+                '.' + std::to_string(info.st_mtim.tv_nsec) + ' ' + std::to_string(info.st_ino);
+    }
+    stamps += '\n';
+  }
+  return stamps;
+}
+
 // Builds a generation from the state's config; the previous one's number + 1.
 Result<std::shared_ptr<const Generation>> build(ContextState& state, std::uint64_t number) {
   ERR_clear_error();
   auto generation = std::make_shared<Generation>();
   generation->number = number;
+  generation->file_stamps = file_stamps(state);
   if (state.server) {
     if (state.server_config.certificates.empty())
       return fail(detail::tls_error(TlsErrc::config, "server context", "no certificate given"));
@@ -360,6 +392,14 @@ Result<void> TlsContext::reload(std::vector<Certificate> certificates) {
     state_->client_config.certificate = std::move(certificates);
   }
   return reload_locked();
+}
+
+Result<bool> TlsContext::reload_if_changed() {
+  if (!state_) return fail(make_error_code(TlsErrc::closed));
+  std::lock_guard lock(state_->reload_mutex);
+  if (file_stamps(*state_) == state_->current()->file_stamps) return false;
+  if (Result<void> reloaded = reload_locked(); !reloaded) return fail(reloaded.error());
+  return true;
 }
 
 bool TlsContext::is_server() const noexcept { return state_ != nullptr && state_->server; }

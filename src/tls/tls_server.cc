@@ -4,6 +4,9 @@
 #include <chrono>
 #include <string>
 
+#include "tern/fiber/event.h"
+#include "tern/fiber/fiber.h"
+#include "tern/fiber/wait_group.h"
 #include "tern/log/log.h"
 #include "tern/prof/counter.h"
 #include "tern/tls/tls_error.h"
@@ -52,6 +55,9 @@ struct TlsServer::Counts {
   std::atomic<std::uint64_t> certificate{0};
   std::atomic<std::uint64_t> timeouts{0};
   std::atomic<std::uint64_t> closed{0};
+  std::atomic<std::uint64_t> reloads{0};
+  Event stop_watching;
+  WaitGroup watcher;
 };
 
 TlsServer::TlsServer(TlsContext context, TlsServerOptions options, Handler handler)
@@ -67,10 +73,44 @@ Result<net::Address> TlsServer::start(const net::Address& address) {
   if (!context_.is_server())
     return fail(
         with_explanation(make_error_code(TlsErrc::config), "TlsServer needs a server TlsContext"));
-  return tcp_.start(address);
+  Result<net::Address> bound = tcp_.start(address);
+  if (bound && options_.watch_files.count() > 0) {
+    counts_->stop_watching.reset();
+    counts_->watcher.add();
+    Result<Fiber> watcher = try_spawn([this] { watch_files(); }, {.name = "tls-watch"});
+    if (watcher) {
+      watcher->detach();
+    } else {
+      counts_->watcher.done();
+      TERN_LOG_WARN("TlsServer: no fiber to watch the certificate files: {}",
+                    watcher.error().message());
+    }
+  }
+  return bound;
 }
 
-std::size_t TlsServer::stop(Deadline grace) { return tcp_.stop(grace); }
+void TlsServer::watch_files() {
+  for (;;) {
+    // Set (stop) or interrupted (the runtime ends): done; the interval passed: check.
+    Result<void> woke = counts_->stop_watching.wait_for(options_.watch_files);
+    if (woke || woke.error() != std::errc::timed_out) break;
+    Result<bool> reloaded = context_.reload_if_changed();
+    if (!reloaded) {
+      log_rate_limited("TLS certificates changed but did not load, the old ones stay: " +
+                       reloaded.error().message());
+    } else if (*reloaded) {
+      counts_->reloads.fetch_add(1, std::memory_order_relaxed);
+      TERN_LOG_INFO("TLS certificates reloaded (generation {})", context_.generation());
+    }
+  }
+  counts_->watcher.done();
+}
+
+std::size_t TlsServer::stop(Deadline grace) {
+  counts_->stop_watching.set();
+  (void)counts_->watcher.wait();
+  return tcp_.stop(grace);
+}
 
 void TlsServer::serve(net::TcpStream& tcp) {
   const Result<net::Address> peer = tcp.peer_address();
@@ -115,6 +155,7 @@ TlsServerStats TlsServer::stats() const noexcept {
   stats.rejected_certificate = counts_->certificate.load(std::memory_order_relaxed);
   stats.handshake_timeouts = counts_->timeouts.load(std::memory_order_relaxed);
   stats.handshake_closed = counts_->closed.load(std::memory_order_relaxed);
+  stats.reloads = counts_->reloads.load(std::memory_order_relaxed);
   return stats;
 }
 

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -339,6 +340,56 @@ TEST_F(TlsServerTest, RenegotiationEndsThatConnectionAndIsCounted) {
     tern::Result<TlsStream> next = connect(server, client_context());
     ASSERT_TRUE(next) << next.error().message();
     EXPECT_EQ(round_trip(*next, "next"), "next");
+  });
+}
+
+TEST_F(TlsServerTest, WatchedFilesAreReloadedWhenTheyChange) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(certs().dir) / "watched";
+  fs::create_directories(dir);
+  const std::string crt = dir / "server.crt", key = dir / "server.key";
+  fs::copy_file(certs().crt("server"), crt, fs::copy_options::overwrite_existing);
+  fs::copy_file(certs().key("server"), key, fs::copy_options::overwrite_existing);
+  run_on(1, [&] {
+    tern::Result<TlsContext> context =
+        TlsContext::server({.certificates = {Certificate::files(crt, key)}});
+    ASSERT_TRUE(context) << context.error().message();
+    TlsServerOptions options;
+    options.watch_files = 20ms;
+    Server server(*context, echo_handler, options);
+    TlsContext client = client_context({.session_resumption = false});
+    tern::Result<TlsStream> before = connect(server, client);
+    ASSERT_TRUE(before) << before.error().message();
+    EXPECT_EQ(before->peer_identity().subject, "CN=localhost,O=gen1");
+    // Replaced one file at a time, as a deployment would: in between, the pair does not match
+    // and the old certificate stays until both are there.
+    fs::copy_file(certs().crt("server2"), dir / "next.crt", fs::copy_options::overwrite_existing);
+    fs::copy_file(certs().key("server2"), dir / "next.key", fs::copy_options::overwrite_existing);
+    fs::rename(dir / "next.crt", crt);
+    fs::rename(dir / "next.key", key);
+    ASSERT_TRUE(wait_for_condition([&] { return server.server().stats().reloads >= 1; }));
+    tern::Result<TlsStream> after = connect(server, client);
+    ASSERT_TRUE(after) << after.error().message();
+    EXPECT_EQ(after->peer_identity().subject, "CN=localhost,O=gen2");
+    EXPECT_EQ(round_trip(*before, "old connection"), "old connection");
+  });
+}
+
+TEST_F(TlsServerTest, MinimumVersionRefusesOlderClients) {
+  run_on(1, [] {
+    Server server(server_context("server", {.min_version = tern::tls::TlsVersion::tls1_3}));
+    const std::string output = blocking([&] {
+      Child s_client({"openssl", "s_client", "-connect", "127.0.0.1:" + server.port(),
+                      "-servername", "localhost", "-CAfile", certs().ca(), "-tls1_2"});
+      s_client.close_stdin();
+      s_client.finish(20s);
+      return s_client.output();
+    });
+    EXPECT_NE(output.find("alert protocol version"), std::string::npos) << output;
+    EXPECT_TRUE(wait_for_condition([&] { return server.server().stats().rejected_not_tls == 1; }));
+    tern::Result<TlsStream> modern = connect(server, client_context());
+    ASSERT_TRUE(modern) << modern.error().message();
+    EXPECT_EQ(modern->version(), "TLSv1.3");
   });
 }
 

@@ -400,6 +400,10 @@ TEST_F(TlsStreamTest, ConfigurationErrorsSayWhy) {
   EXPECT_EQ(context->generation(), 1u);
   ASSERT_TRUE(context->reload());
   EXPECT_EQ(context->generation(), 2u);
+  tern::Result<bool> unchanged = context->reload_if_changed();  // the files are as they were
+  ASSERT_TRUE(unchanged) << unchanged.error().message();
+  EXPECT_FALSE(*unchanged);
+  EXPECT_EQ(context->generation(), 2u);
 }
 
 TEST_F(TlsStreamTest, HandshakeHasItsOwnDeadline) {

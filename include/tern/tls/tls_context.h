@@ -87,6 +87,10 @@ class TlsContext {
   // Replaces the certificates (server: the SNI list; client: its own certificate) as reload()
   // does. Any thread.
   [[nodiscard]] Result<void> reload(std::vector<Certificate> certificates);
+  // reload() if a certificate, key or CA file changed (size, modification time or inode) since
+  // the last load; true if it reloaded. For a periodic check (TlsServerOptions::watch_files).
+  // Any thread.
+  [[nodiscard]] Result<bool> reload_if_changed();
 
   bool is_valid() const noexcept { return state_ != nullptr; }
   // Whether this context serves (true) or connects (false). Any thread.

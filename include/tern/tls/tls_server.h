@@ -20,6 +20,9 @@ struct TlsServerOptions {
   // A client that has not finished its handshake this long after it connected is cut off
   // (e.g. half a ClientHello and then silence).
   std::chrono::milliseconds handshake_timeout{10'000};
+  // How often the certificate, key and CA files are checked for changes, to reload() the
+  // context when they did (a failed reload is logged and the old certificates kept; 0: never).
+  std::chrono::milliseconds watch_files{0};
 };
 
 // Counters of a TlsServer; any thread.
@@ -31,6 +34,7 @@ struct TlsServerStats {
   std::uint64_t rejected_certificate = 0;  // a peer certificate missing or refused
   std::uint64_t handshake_timeouts = 0;    // handshake_timeout passed
   std::uint64_t handshake_closed = 0;      // the client left (or reset) before it finished
+  std::uint64_t reloads = 0;               // reloads made by watch_files
 };
 
 // A TLS server on the current tern::Runtime: a TcpServer whose connections run the TLS
@@ -59,6 +63,7 @@ class TlsServer {
  private:
   struct Counts;
   void serve(net::TcpStream& tcp);
+  void watch_files();
 
   TlsContext context_;
   TlsServerOptions options_;
