@@ -13,6 +13,11 @@ using namespace tern::hook::detail;
 
 extern "C" {
 
+// Named by tern::hook's link options (-u) so that the linker takes this object whole, even when
+// another library (a sanitizer's runtime) already defines the names it replaces.
+extern const char tern_hook_dns_calls;
+const char tern_hook_dns_calls = 0;
+
 int getaddrinfo(const char* node, const char* service, const addrinfo* hints, addrinfo** result) {
   const Originals& libc = originals();
   if (!tern::io::on_reactor_worker()) return libc.getaddrinfo(node, service, hints, result);

@@ -72,6 +72,11 @@ int fiber_epoll_wait(int epoll_fd, epoll_event* events, int max_events, tern::De
 
 extern "C" {
 
+// Named by tern::hook's link options (-u) so that the linker takes this object whole, even when
+// another library (a sanitizer's runtime) already defines the names it replaces.
+extern const char tern_hook_poll_calls;
+const char tern_hook_poll_calls = 0;
+
 int poll(pollfd* fds, nfds_t count, int timeout) {
   if (timeout == 0 || !tern::io::on_reactor_worker()) return originals().poll(fds, count, timeout);
   return fiber_poll(std::span(fds, count), deadline_ms(timeout));

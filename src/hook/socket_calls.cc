@@ -120,6 +120,11 @@ int dup_onto(int from, int to, int flags, bool three) {
 
 extern "C" {
 
+// Named by tern::hook's link options (-u) so that the linker takes this object whole, even when
+// another library (a sanitizer's runtime) already defines the names it replaces.
+extern const char tern_hook_socket_calls;
+const char tern_hook_socket_calls = 0;
+
 int socket(int domain, int type, int protocol) noexcept {
   const bool user_nonblock = (type & SOCK_NONBLOCK) != 0;
   const bool fiber = tern::io::on_reactor_worker();

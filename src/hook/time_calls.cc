@@ -27,6 +27,11 @@ tern::Clock::duration fiber_sleep(tern::Deadline deadline) noexcept {
 
 extern "C" {
 
+// Named by tern::hook's link options (-u) so that the linker takes this object whole, even when
+// another library (a sanitizer's runtime) already defines the names it replaces.
+extern const char tern_hook_time_calls;
+const char tern_hook_time_calls = 0;
+
 int nanosleep(const timespec* request, timespec* remaining) {
   if (!in_fiber() || request == nullptr || request->tv_sec < 0 || request->tv_nsec < 0 ||
       request->tv_nsec >= 1'000'000'000)
