@@ -9,6 +9,7 @@
 
 #include "codec.h"
 #include "tern/log/log.h"
+#include "tern/log/peer_log.h"
 
 namespace tern::rpc::detail {
 
@@ -137,7 +138,7 @@ bool ClientConnection::serve() {
         reason = fmt::format(
             "a frame did not complete within the frame read timeout of {} ms ({} bytes of it came)",
             input_.frame_timeout().count(), input_.buffered());
-        TERN_LOG_WARN("rpc: closing the connection to {}: {}", endpoint_.name, reason);
+        TERN_PEER_LOG_WARN("rpc: closing the connection to {}: {}", endpoint_.name, reason);
       } else if (error != FrameReadErrc::closed) {
         reason = error.message();
       }
@@ -286,7 +287,7 @@ void ClientConnection::drop_oversized_push(const std::string& what) {
   // One line per connection: a server that keeps sending them does not flood the log.
   if (!oversized_push_logged_) {
     oversized_push_logged_ = true;
-    TERN_LOG_WARN(
+    TERN_PEER_LOG_WARN(
         "rpc: dropped a push from {} with {} (max_push_size {}); later ones are counted "
         "in ChannelStats::oversized_pushes",
         endpoint_.name, what, channel_.options.max_push_size);
@@ -370,8 +371,8 @@ void ClientConnection::ping_loop() {
 
 void ClientConnection::protocol_error(std::error_code error, const std::string& detail) {
   ++channel_.stats.protocol_errors;
-  TERN_LOG_WARN("rpc: closing the connection to {}: {} ({})", endpoint_.name, error.message(),
-                detail);
+  TERN_PEER_LOG_WARN("rpc: closing the connection to {}: {} ({})", endpoint_.name, error.message(),
+                     detail);
 }
 
 void ClientConnection::shut_down() noexcept {
