@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""tern-echo --tls-cert/--tls-key end to end, with Python's ssl module as the client.
+"""tern-echo --tls-cert/--tls-key and tern-bench pingpong --tls end to end, with Python's ssl
+module as the reference client.
 
-  tern_echo_tls_test.py TERN_ECHO IO_BACKEND
+  tern_echo_tls_test.py TERN_ECHO TERN_BENCH IO_BACKEND
 
 Makes a CA and a server certificate with the openssl command line in a temporary folder,
 starts tern-echo on a free loopback port over TLS, checks that a verifying client's messages
-come back unchanged and that a plaintext client is refused while the server keeps serving,
-then stops tern-echo (always, even when a check fails). Exits 0 when every check holds.
+come back unchanged and that a plaintext client is refused while the server keeps serving, runs
+tern-bench pingpong --tls (verifying the server) against it, then stops tern-echo (always, even
+when a check fails). Exits 0 when every check holds.
 """
 
+import json
 import socket
 import ssl
 import subprocess
@@ -63,7 +66,7 @@ def plaintext_is_refused(port):
 
 
 def main():
-    tern_echo, backend = sys.argv[1], sys.argv[2]
+    tern_echo, tern_bench, backend = sys.argv[1], sys.argv[2], sys.argv[3]
     with tempfile.TemporaryDirectory() as scratch:
         ca_crt, crt, key = make_certificates(Path(scratch))
         server = subprocess.Popen(
@@ -78,12 +81,19 @@ def main():
             echo_over_tls(port, ca_crt)
             plaintext_is_refused(port)
             echo_over_tls(port, ca_crt)
+            bench = subprocess.run(
+                [tern_bench, "pingpong", "--io", backend, "--target", f"127.0.0.1:{port}",
+                 "--tls", "--tls-ca", str(ca_crt), "--duration", "1", "--sessions", "4",
+                 "--json"], capture_output=True, text=True, timeout=60)
+            result = json.loads(bench.stdout)
+            if bench.returncode != 0 or not result["verified"] or not result["params"]["tls"]:
+                raise AssertionError(f"tern-bench pingpong --tls: {bench.stdout} {bench.stderr}")
         finally:
             server.terminate()
             output, _ = server.communicate(timeout=20)
-        if "2 TLS handshakes (0 resumed), 1 refused in the handshake" not in output:
+        if "6 TLS handshakes (0 resumed), 1 refused in the handshake" not in output:
             raise AssertionError(f"tern-echo's summary: {output!r}")
-    print("tern-echo over TLS: ok")
+    print("tern-echo and tern-bench pingpong over TLS: ok")
     return 0
 
 

@@ -164,11 +164,16 @@ CLI::App* add_pingpong_options(CLI::App& app, PingpongOptions& o) {
   command->add_option("--sessions", o.sessions, "connections, a fiber each")->capture_default_str();
   command->add_option("--timeout", o.timeout_s, "seconds an I/O may wait before it fails the run")
       ->capture_default_str();
+  command->add_flag("--tls", o.tls, "every session over TLS (e.g. against tern-echo --tls-cert)");
+  command->add_option("--tls-ca", o.tls_ca,
+                      "with --tls: verify the server's certificate and name against this CA "
+                      "bundle (PEM file); without it the certificate is not checked");
   check_after_parse(command, o);
   return command;
 }
 
 std::string check_options(PingpongOptions& o) {
+  if (!o.tls_ca.empty() && !o.tls) return "--tls-ca needs --tls";
   if (std::string why = payload_in_range("--block", o.block_bytes); !why.empty()) return why;
   if (std::string why = at_least_one("--sessions", o.sessions, "session"); !why.empty()) return why;
   if (std::string why = positive_seconds("--timeout", o.timeout_s); !why.empty()) return why;

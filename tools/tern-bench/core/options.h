@@ -62,6 +62,8 @@ struct PingpongOptions {
   std::size_t block_bytes = 16384;
   std::size_t sessions = 1;
   double timeout_s = 10;
+  bool tls = false;    // --tls: every session over TLS (tern::tls)
+  std::string tls_ca;  // --tls-ca: verify the server against this CA bundle (empty: no check)
 };
 
 // Report 004 NeTest (docs/benchmark-methods.md): short sessions (connect, N request/reply, close).

@@ -8,6 +8,7 @@
 // or changes a byte fails the run. Latency: from writing bytes until they come back (one trip
 // around).
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "tern/fiber/wait_group.h"
 #include "tern/io/backend.h"
 #include "tern/net/tcp_stream.h"
+#include "tern/tls/tls_stream.h"
 
 namespace tern::bench {
 
@@ -54,6 +56,7 @@ struct Run {
 
   const PingpongOptions& o;
   net::Address address;
+  tls::TlsContext tls;  // --tls: the client context
   std::vector<std::byte> pattern;
   Meter meter;
   LatencyRecorder latency;
@@ -95,20 +98,34 @@ class TripClock {
   std::deque<std::pair<std::uint64_t, Clock::time_point>> pending_;
 };
 
-void run_session(Run& run, std::size_t index) {
+// A session's connection: TCP, or TLS over it with --tls.
+Result<net::TcpStream> open_tcp(Run& run) {
+  Result<net::TcpStream> stream = net::TcpStream::connect(run.address, run.io_deadline());
+  if (stream) (void)stream->set_nodelay();
+  return stream;
+}
+Result<tls::TlsStream> open_tls(Run& run) {
+  Result<net::TcpStream> tcp = open_tcp(run);
+  if (!tcp) return fail(tcp.error());
+  return tls::TlsStream::connect(std::move(*tcp), run.tls, run.o.net.target.host,
+                                 run.io_deadline());
+}
+
+// One session over `Stream` (net::TcpStream or tls::TlsStream, the same calls).
+template <typename Stream>
+void run_session(Run& run, std::size_t index, Result<Stream> (*open)(Run&)) {
   SessionResult& result = run.results[index];
   const std::size_t slot = this_worker::index();
   const auto failed = [&](std::string error) {
     result.error = std::move(error);
     run.meter.add_error(slot);
   };
-  Result<net::TcpStream> stream = net::TcpStream::connect(run.address, run.io_deadline());
+  Result<Stream> stream = open(run);
   if (!stream) {
     failed("connect: " + stream.error().message());
     run.gate.connected.done();
     return;
   }
-  (void)stream->set_nodelay();
   run.gate.connected.done();
   if (!run.gate.go.wait()) return failed("canceled before the start");
   std::vector<std::byte> buf = run.pattern;
@@ -177,6 +194,15 @@ int run_pingpong(const PingpongOptions& o) {
   if (!address) return 1;
   Run run(o);
   run.address = *address;
+  if (o.tls) {
+    Result<tls::TlsContext> context =
+        tls::TlsContext::client({.ca_file = o.tls_ca, .verify_peer = !o.tls_ca.empty()});
+    if (!context) {
+      std::fprintf(stderr, "tern-bench pingpong: %s\n", context.error().message().c_str());
+      return 1;
+    }
+    run.tls = *context;
+  }
   Report report;
   report.mode = "pingpong";
   CpuWindow cpu(o.net.server_pid);
@@ -194,7 +220,13 @@ int run_pingpong(const PingpongOptions& o) {
   runtime.run([&] {
     backend = std::string(io::to_string(io::current_backend()));
     run_gated_load(
-        run.gate, o.sessions, "pingpong", [&run](std::size_t i) { run_session(run, i); },
+        run.gate, o.sessions, "pingpong",
+        [&run](std::size_t i) {
+          if (run.o.tls)
+            run_session<tls::TlsStream>(run, i, &open_tls);
+          else
+            run_session<net::TcpStream>(run, i, &open_tcp);
+        },
         [&](Clock::time_point now) {
           run.start = now;
           run.window_end = now + seconds(o.net.duration_s);
@@ -221,6 +253,7 @@ int run_pingpong(const PingpongOptions& o) {
   report.params["block_bytes"] = o.block_bytes;
   report.params["sessions"] = o.sessions;
   report.params["timeout_s"] = o.timeout_s;
+  report.params["tls"] = o.tls;
   add_network_params(report, o.net, backend);
   report.figures["bytes"] = total;
   report.figures["bytes_written"] = written;
