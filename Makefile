@@ -68,7 +68,8 @@ bench:
 # make soak: bench/suite/soak.py against tern-echo and tern-rpc-server built in SOAK_BUILD with
 # SOAK_CMAKE (a Release build by default; CI reuses make test's Debug build): 10,000 echo
 # connections and 1,000 RPC callers for SOAK_SECONDS each, 10,000 idle connections, a connect
-# flood. Fails on any error, leak or growth.
+# flood, and RPC callers beside abusive clients (their p99 and the server's RSS bounded). Fails on
+# any error, leak or growth.
 SOAK_SECONDS ?= 60
 SOAK_BUILD ?= build/release
 SOAK_CMAKE ?= -DCMAKE_BUILD_TYPE=Release -DTERN_BUILD_TESTS=OFF -DTERN_BUILD_BENCH=ON
