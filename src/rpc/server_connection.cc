@@ -150,7 +150,10 @@ bool ServerConnection::wait_for_room() {
     writer_.set_progress_event(nullptr);
     waiting_for_room_ = false;
     if (reading_stopped_ || closed_) return false;
-    if (!woke && woke.error() != std::errc::timed_out) return false;  // interrupted
+    if (woke) continue;
+    if (woke.error() != std::errc::timed_out) return false;  // interrupted
+    // Nothing changed for a while: look whether the peer is still there (a reply to a reset
+    // peer fails the writer, but calls that do not finish would otherwise run on).
     if (peer_reset(stream_.fd())) {
       TERN_LOG_DEBUG("rpc: {} reset the connection while {} of its calls ran", peer_, live_calls_);
       return false;
