@@ -70,6 +70,9 @@ int fiber_epoll_wait(int epoll_fd, epoll_event* events, int max_events, tern::De
 
 }  // namespace
 
+// glibc's report of a failed _FORTIFY_SOURCE check; it ends the program.
+extern "C" [[noreturn]] void __chk_fail();
+
 extern "C" {
 
 // Named by tern::hook's link options (-u) so that the linker takes this object whole, even when
@@ -82,6 +85,13 @@ int poll(pollfd* fds, nfds_t count, int timeout) {
   return fiber_poll(std::span(fds, count), deadline_ms(timeout));
 }
 
+// What code built with _FORTIFY_SOURCE calls instead of poll and ppoll: glibc's bounds check,
+// then the replaced call.
+int __poll_chk(pollfd* fds, nfds_t count, int timeout, size_t fds_size) {
+  if (fds_size / sizeof(pollfd) < count) __chk_fail();
+  return poll(fds, count, timeout);
+}
+
 int ppoll(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask) {
   // A signal mask to swap in atomically cannot be had without blocking the thread: libc's.
   if (mask != nullptr || is_zero(timeout) || !tern::io::on_reactor_worker())
@@ -92,6 +102,12 @@ int ppoll(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* ma
     return -1;
   }
   return fiber_poll(std::span(fds, count), deadline_of(timeout));
+}
+
+int __ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask,
+                size_t fds_size) {
+  if (fds_size / sizeof(pollfd) < count) __chk_fail();
+  return ppoll(fds, count, timeout, mask);
 }
 
 int select(int count, fd_set* readable, fd_set* writable, fd_set* exceptional, timeval* timeout) {

@@ -118,6 +118,9 @@ int dup_onto(int from, int to, int flags, bool three) {
 
 }  // namespace
 
+// glibc's report of a failed _FORTIFY_SOURCE check; it ends the program.
+extern "C" [[noreturn]] void __chk_fail();
+
 extern "C" {
 
 // Named by tern::hook's link options (-u) so that the linker takes this object whole, even when
@@ -244,6 +247,24 @@ ssize_t sendmsg(int fd, const msghdr* message, int flags) {
   const Originals& libc = originals();
   if ((flags & MSG_DONTWAIT) != 0) return libc.sendmsg(fd, message, flags);
   return blocking_call(fd, true, [&] { return libc.sendmsg(fd, message, flags); });
+}
+
+// What a library built with _FORTIFY_SOURCE calls instead of read, recv and recvfrom when it
+// knows its buffer's size: glibc's bounds check, then the replaced call.
+ssize_t __read_chk(int fd, void* buf, size_t count, size_t buffer_size) {
+  if (count > buffer_size) __chk_fail();
+  return read(fd, buf, count);
+}
+
+ssize_t __recv_chk(int fd, void* buf, size_t len, size_t buffer_size, int flags) {
+  if (len > buffer_size) __chk_fail();
+  return recv(fd, buf, len, flags);
+}
+
+ssize_t __recvfrom_chk(int fd, void* buf, size_t len, size_t buffer_size, int flags, sockaddr* from,
+                       socklen_t* from_len) {
+  if (len > buffer_size) __chk_fail();
+  return recvfrom(fd, buf, len, flags, from, from_len);
 }
 
 int close(int fd) {

@@ -28,6 +28,11 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 
+// The _FORTIFY_SOURCE entry points (declared by glibc's headers only when fortifying).
+extern "C" ssize_t __read_chk(int fd, void* buf, size_t count, size_t buffer_size);
+extern "C" ssize_t __recv_chk(int fd, void* buf, size_t len, size_t buffer_size, int flags);
+extern "C" int __poll_chk(pollfd* fds, nfds_t count, int timeout, size_t fds_size);
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -101,6 +106,25 @@ TEST(Hook, AWriteLargerThanTheSocketBufferWritesAllOfIt) {
     EXPECT_EQ(::send(pair.client, data.data(), 1 << 20, 0), 1 << 20);
     reader.join();
     EXPECT_EQ(received, total);
+  });
+}
+
+// What code built with _FORTIFY_SOURCE calls parks too.
+TEST(Hook, FortifiedEntryPointsParkToo) {
+  on_workers(1, [] {
+    TcpPair pair;
+    tern::Fiber writer = tern::spawn([&] {
+      EXPECT_EQ(::write(pair.server, "ab", 2), 2);
+      ASSERT_TRUE(tern::this_fiber::sleep_for(2ms));
+      EXPECT_EQ(::write(pair.server, "c", 1), 1);
+    });
+    char buf[8];
+    EXPECT_EQ(__read_chk(pair.client, buf, 2, sizeof buf), 2);
+    pollfd readable = {.fd = pair.client, .events = POLLIN, .revents = 0};
+    EXPECT_EQ(__poll_chk(&readable, 1, 10'000, sizeof readable), 1);
+    EXPECT_EQ(__recv_chk(pair.client, buf, 1, sizeof buf, 0), 1);
+    EXPECT_EQ(buf[0], 'c');
+    writer.join();
   });
 }
 
