@@ -5,7 +5,9 @@
 // hiredis's own error and no fiber hangs.
 #include <gtest/gtest.h>
 #include <hiredis.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -77,7 +79,20 @@ int set_get_rounds(redisContext* c, const std::string& owner, int rounds) {
   return right;
 }
 
+// Raises the soft limit on open descriptors to what `needed` takes (as far as the hard limit
+// allows; redis-server, started after, inherits it); false if it stays below.
+bool allow_descriptors(rlim_t needed) {
+  rlimit limit = {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return false;
+  if (limit.rlim_cur >= needed) return true;
+  limit.rlim_cur = std::min(needed, limit.rlim_max);
+  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur >= needed;
+}
+
 TEST(HookRedis, ManyFibersEachWithTheirOwnSyncConnection) {
+  // A connection per fiber here, and one per client in redis-server, with room to spare.
+  ASSERT_TRUE(allow_descriptors(static_cast<rlim_t>(kFibers) + 256))
+      << "the hard limit on open descriptors is below " << kFibers + 256;
   RedisServer redis;
   ASSERT_TRUE(redis.started()) << redis.output();
   tern::Runtime runtime({.workers = 2});
