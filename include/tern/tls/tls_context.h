@@ -92,6 +92,7 @@ class TlsContext {
   // Any thread.
   [[nodiscard]] Result<bool> reload_if_changed();
 
+  // Whether this handle holds a context. Any thread.
   bool is_valid() const noexcept { return state_ != nullptr; }
   // Whether this context serves (true) or connects (false). Any thread.
   bool is_server() const noexcept;

@@ -45,7 +45,10 @@ class TlsServer {
  public:
   using Handler = std::function<void(TlsStream&)>;
 
+  // A server of `context` (a server context) that runs handler for every connection whose
+  // handshake succeeds. Any thread.
   TlsServer(TlsContext context, TlsServerOptions options, Handler handler);
+  // Aborts if the server is still running (call stop first).
   ~TlsServer();
   TlsServer(const TlsServer&) = delete;
   TlsServer& operator=(const TlsServer&) = delete;
@@ -55,9 +58,11 @@ class TlsServer {
   // TcpServer::stop: stops accepting, waits up to `grace`, cuts what is left; returns the cut.
   std::size_t stop(Deadline grace);
 
+  // The server's counters. Any thread.
   TlsServerStats stats() const noexcept;
   // The context: reload() it to change certificates without dropping connections.
   TlsContext& context() noexcept { return context_; }
+  // Whether start() succeeded and stop() has not been called. Worker fibers.
   bool running() const noexcept { return tcp_.running(); }
 
  private:

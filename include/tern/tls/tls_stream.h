@@ -33,9 +33,11 @@ struct PeerIdentity {
 // at a time), on the stream's worker. Move-only.
 class TlsStream {
  public:
+  // An empty stream (is_open() false; calls fail with TlsErrc::closed). Any thread.
   TlsStream() noexcept;
   TlsStream(TlsStream&&) noexcept;
   TlsStream& operator=(TlsStream&&) noexcept;
+  // Closes the socket if it is open (without close_notify). Owner worker only.
   ~TlsStream();
 
   // Runs the client handshake over a connected stream. server_name is sent as SNI (unless it
@@ -78,6 +80,7 @@ class TlsStream {
   [[nodiscard]] Result<void> shutdown(int how = SHUT_WR, Deadline deadline = kNoDeadline);
   // Closes the socket without close_notify (the peer sees a truncation).
   void close() noexcept;
+  // Whether the socket is open. Owner worker only.
   bool is_open() const noexcept;
 
   // A timeout for every later call made without a deadline (TcpStream::set_timeout).
