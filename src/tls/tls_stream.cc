@@ -24,8 +24,11 @@ namespace {
 // Plaintext handed to SSL_write at a time: four full records, so a large write is encrypted
 // and sent in pieces instead of buffered whole.
 constexpr std::size_t kWriteChunk = 64 * 1024;
-// Ciphertext read from the socket at a time.
-constexpr std::size_t kReadChunk = 32 * 1024;
+// Ciphertext read from the socket at a time: one whole record of the largest size (16 KiB of
+// data and at most 256 bytes of header, padding and tag) and a little more.
+constexpr std::size_t kReadChunk = 17 * 1024;
+// The most ciphertext moved from OpenSSL to the socket per write.
+constexpr std::size_t kSendChunk = kWriteChunk + 2048;
 
 prof::Counter renegotiations_refused(
     "tls.renegotiations_refused",
@@ -66,8 +69,11 @@ struct TlsStream::Impl {
   BIO* in = nullptr;   // ciphertext from the peer, owned by ssl
   BIO* out = nullptr;  // ciphertext to the peer, owned by ssl
   Mutex write_mutex;   // one flush at a time, so records leave in order
+  // Allocated on first use; the send buffer only as large as the largest flush so far, so a
+  // connection of small messages holds little.
   std::unique_ptr<std::byte[]> read_buffer;
   std::unique_ptr<std::byte[]> write_buffer;
+  std::size_t write_capacity = 0;
   bool eof = false;        // the socket read end of stream
   std::error_code broken;  // a fatal error: every later call fails with it
 
@@ -96,8 +102,12 @@ Result<void> TlsStream::Impl::flush(Deadline deadline) {
   if (!write_mutex.try_lock_until(deadline)) return fail(deadline_exceeded());
   std::lock_guard lock(write_mutex, std::adopt_lock);
   while (BIO_ctrl_pending(out) > 0) {
-    if (!write_buffer) write_buffer = std::make_unique<std::byte[]>(kWriteChunk + 1024);
-    const int n = BIO_read(out, write_buffer.get(), static_cast<int>(kWriteChunk + 1024));
+    const std::size_t pending = std::min<std::size_t>(BIO_ctrl_pending(out), kSendChunk);
+    if (write_capacity < pending) {
+      write_capacity = std::max(pending, std::min<std::size_t>(2 * write_capacity, kSendChunk));
+      write_buffer = std::make_unique_for_overwrite<std::byte[]>(write_capacity);
+    }
+    const int n = BIO_read(out, write_buffer.get(), static_cast<int>(pending));
     if (n <= 0) break;
     if (Result<void> sent =
             tcp.write_all(std::span(write_buffer.get(), static_cast<std::size_t>(n)), deadline);
@@ -111,7 +121,7 @@ Result<void> TlsStream::Impl::flush(Deadline deadline) {
 }
 
 Result<void> TlsStream::Impl::fill(Deadline deadline) {
-  if (!read_buffer) read_buffer = std::make_unique<std::byte[]>(kReadChunk);
+  if (!read_buffer) read_buffer = std::make_unique_for_overwrite<std::byte[]>(kReadChunk);
   Result<std::size_t> n = tcp.read(std::span(read_buffer.get(), kReadChunk), deadline);
   if (!n) return fail(n.error());
   if (*n == 0) {
