@@ -216,6 +216,9 @@ Result<std::size_t> TlsStream::Impl::read(std::span<std::byte> buf, Deadline dea
     if (eof && (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING || detail.empty())) {
       broken = detail::tls_error(TlsErrc::truncated, "TLS read",
                                  "the peer closed the connection without close_notify");
+    } else if (is_certificate_reason(reason)) {
+      // A TLS 1.3 server refuses a client's certificate after the client's handshake is done.
+      broken = detail::tls_error(TlsErrc::certificate, "TLS read", detail);
     } else {
       broken = detail::tls_error(TlsErrc::protocol, "TLS read",
                                  detail.empty() ? "unknown OpenSSL error" : detail);

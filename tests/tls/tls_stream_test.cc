@@ -239,25 +239,27 @@ TEST_F(TlsStreamTest, MutualTlsRequiresAVerifiedClientCertificate) {
     EXPECT_EQ(seen->subject, "CN=client,O=tern");
     EXPECT_EQ(seen->names, std::vector<std::string>{"client.tern.test"});
 
-    // Without one, or with one from an unknown CA: refused (in TLS 1.3 the client learns it at
-    // its first read).
+    // Without one, with one from an unknown CA, or with an expired one: refused (in TLS 1.3 the
+    // client learns it at its first read).
     for (TlsContext context :
          {client_context(),
           client_context({.certificate = {Certificate::files(certs().crt("otherca_client"),
-                                                             certs().key("otherca_client"))}})}) {
+                                                             certs().key("otherca_client"))}}),
+          client_context({.certificate = {Certificate::files(certs().crt("expired"),
+                                                             certs().key("expired"))}})}) {
       tern::Result<TlsStream> refused = connect(server, context);
       if (refused) {
         (void)refused->write_all(bytes_of("x"), patience());
         std::array<std::byte, 4> buffer;
         tern::Result<std::size_t> n = refused->read(buffer, patience());
         ASSERT_FALSE(n);
-        EXPECT_EQ(n.error(), TlsErrc::protocol) << n.error().message();
+        EXPECT_EQ(n.error(), TlsErrc::certificate) << n.error().message();
       } else {
         EXPECT_EQ(refused.error(), TlsErrc::certificate) << refused.error().message();
       }
     }
     EXPECT_TRUE(tern_test::wait_for_condition(
-        [&] { return server.server().stats().rejected_certificate == 2; }));
+        [&] { return server.server().stats().rejected_certificate == 3; }));
     EXPECT_EQ(server.server().stats().handshakes, 1u);
   });
 }
