@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "acquire_within.h"
 #include "line.h"
 #include "logger.h"
 #include "tern/log/log.h"
@@ -33,24 +34,6 @@ fmt::memory_buffer& crash_line() {
     return buffer;
   }();
   return *line;
-}
-
-std::uint64_t monotonic_ns() noexcept {
-  timespec now;
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u +
-         static_cast<std::uint64_t>(now.tv_nsec);
-}
-
-// Spins (yielding) until acquire() succeeds or the wait is over.
-template <typename Acquire>
-bool acquire_within(Acquire acquire) noexcept {
-  const std::uint64_t deadline = monotonic_ns() + kLockWaitNs;
-  while (!acquire()) {
-    if (monotonic_ns() > deadline) return false;
-    ::sched_yield();
-  }
-  return true;
 }
 
 void drain_for_crash(detail::Logger& logger, fmt::memory_buffer& line) {
@@ -88,8 +71,8 @@ void emergency_flush() noexcept {
   if (logger == nullptr || flushing.exchange(true, std::memory_order_acquire)) return;
   const pid_t self = detail::current_tid();
   if (logger->consumer.load(std::memory_order_relaxed) != self &&
-      acquire_within([&] { return logger->try_lock_consumer(self); })) {
-    if (acquire_within([&] { return logger->sink_mutex.try_lock(); })) {
+      detail::acquire_within(kLockWaitNs, [&] { return logger->try_lock_consumer(self); })) {
+    if (detail::acquire_within(kLockWaitNs, [&] { return logger->sink_mutex.try_lock(); })) {
       try {
         drain_for_crash(*logger, crash_line());
         logger->flush_sinks();

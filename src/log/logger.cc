@@ -11,6 +11,7 @@
 #include <exception>
 #include <new>
 
+#include "acquire_within.h"
 #include "futex.h"
 #include "line.h"
 #include "tern/log/log.h"
@@ -30,6 +31,8 @@ constexpr auto kBlockedSleep = std::chrono::milliseconds(10);
 // The writer napping between passes is woken only once a ring is this full (1/kNapWakeShare).
 constexpr std::uint64_t kNapWakeShare = 4;
 constexpr auto kFatalFlushTimeout = std::chrono::seconds(10);
+// How long a peer line waits for the sink lock in synchronous mode before it is dropped.
+constexpr std::uint64_t kPeerLineLockWaitNs = 1'000'000;
 
 std::atomic<Logger*> instance{nullptr};
 
@@ -286,9 +289,12 @@ void Logger::write_line(const Site& site, std::uint64_t ns, std::string_view con
     line.append(message.data(), message.data() + message.size());
     finish_line(line, start, truncated);
     if (peer_line) {
-      // A peer line never waits: not for the lock, nor for a sink that cannot take it now.
-      std::unique_lock lock(sink_mutex, std::try_to_lock);
-      if (!lock.owns_lock() || !try_write_to_sinks(std::string_view(line.data(), line.size()))) {
+      // A peer line never waits for long: a line being written by another thread holds the lock
+      // for microseconds, a writer stuck on a full pipe holds it indefinitely; nor does it wait for
+      // a sink that cannot take it now.
+      std::unique_lock lock(sink_mutex, std::defer_lock);
+      if (!acquire_within(kPeerLineLockWaitNs, [&] { return lock.try_lock(); }) ||
+          !try_write_to_sinks(std::string_view(line.data(), line.size()))) {
         dropped_total.fetch_add(1, std::memory_order_relaxed);
         dropped_counter.add(1);
         return;

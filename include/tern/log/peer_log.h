@@ -8,9 +8,9 @@
 // Every TERN_PEER_LOG_* call of the process goes through one token bucket (a burst, then a
 // steady number of lines per second). A line that finds the bucket empty is not logged and is
 // counted; the next line that gets through ends with " [N peer lines suppressed]", and the count
-// is exported as the counter "log.peer_suppressed". A peer line never waits: when the writer is
-// behind it is dropped (whatever the Policy), and in synchronous mode it is dropped instead of
-// waiting for the sink lock or a full pipe. See docs/logging.md.
+// is exported as the counter "log.peer_suppressed". A peer line never waits for long: when the
+// writer is behind it is dropped (whatever the Policy), and in synchronous mode it waits at most
+// 1 ms for the sink lock and never for a full pipe. See docs/logging.md.
 
 #include <cstdint>
 
