@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "client_limits_test.tern.h"
+#include "fake_server.h"
 #include "metadata.pb.h"
 #include "rpc/codec.h"
 #include "rpc/frame.h"
@@ -139,67 +140,7 @@ bool send(TcpStream& stream, std::string_view bytes) {
   return stream.write_all(bytes_of(bytes), tern::deadline_after(kPatience)).has_value();
 }
 
-// A listener on 127.0.0.1 whose every connection runs `behaviour` (with the connection's index,
-// from 0) in a fiber of its own. Worker fibers of one worker.
-class FakeServer {
- public:
-  using Behaviour = std::function<void(TcpStream& stream, int index)>;
-
-  explicit FakeServer(Behaviour behaviour) : behaviour_(std::move(behaviour)) {}
-  ~FakeServer() { stop(); }
-
-  // Starts listening and accepting; the address to connect to.
-  Address start() {
-    tern::Result<TcpListener> listener = TcpListener::bind(Address::loopback(0));
-    EXPECT_TRUE(listener) << listener.error().message();
-    if (!listener) return Address::loopback(1);
-    listener_ = std::move(*listener);
-    tern::Result<Address> bound = listener_.local_address();
-    EXPECT_TRUE(bound);
-    acceptor_ = tern::spawn([this] { accept_loop(); }, {.name = "fake server"});
-    return bound ? *bound : Address::loopback(1);
-  }
-
-  // Stops accepting and ends every connection.
-  void stop() {
-    if (!acceptor_.joinable()) return;
-    listener_.close();
-    acceptor_.join();
-    for (auto& stream : streams_) {
-      if (stream->is_open()) (void)stream->shutdown(SHUT_RDWR);
-    }
-    for (tern::Fiber& connection : connections_) {
-      connection.interrupt();
-      connection.join();
-    }
-  }
-
-  int accepted() const { return static_cast<int>(streams_.size()); }
-  // Connections whose behaviour has returned.
-  int finished() const { return finished_; }
-
- private:
-  void accept_loop() {
-    for (;;) {
-      tern::Result<TcpStream> stream = listener_.accept();
-      if (!stream) return;
-      const int index = static_cast<int>(streams_.size());
-      streams_.push_back(std::make_unique<TcpStream>(std::move(*stream)));
-      TcpStream* accepted = streams_.back().get();
-      connections_.push_back(tern::spawn([this, accepted, index] {
-        behaviour_(*accepted, index);
-        ++finished_;
-      }));
-    }
-  }
-
-  Behaviour behaviour_;
-  TcpListener listener_;
-  tern::Fiber acceptor_;
-  std::vector<std::unique_ptr<TcpStream>> streams_;
-  std::vector<tern::Fiber> connections_;
-  int finished_ = 0;
-};
+using tern_test::FakeServer;
 
 // Answers every request with a reply echoing "ok", until the client closes.
 void answer_everything(TcpStream& stream) {

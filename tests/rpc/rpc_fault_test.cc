@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "fake_server.h"
 #include "fault_test.tern.h"
 #include "metadata.pb.h"
 #include "rpc/codec.h"
@@ -686,71 +687,7 @@ TEST(ServerFaults, SlowSenderIsCutButAnIdleConnectionBetweenFramesIsNot) {
   });
 }
 
-// A listener on 127.0.0.1 whose every connection runs `behaviour` (with the connection's index,
-// from 0) in a fiber of its own: a server that speaks the protocol as badly as a test needs.
-// Worker fibers of one worker.
-class FakeServer {
- public:
-  using Behaviour = std::function<void(TcpStream& stream, int index)>;
-
-  explicit FakeServer(Behaviour behaviour) : behaviour_(std::move(behaviour)) {}
-  ~FakeServer() { stop(); }
-
-  // Starts listening and accepting; the address to connect to.
-  Address start() {
-    tern::Result<TcpListener> listener = TcpListener::bind(Address::loopback(0));
-    EXPECT_TRUE(listener) << listener.error().message();
-    if (!listener) return Address::loopback(1);
-    listener_ = std::move(*listener);
-    tern::Result<Address> bound = listener_.local_address();
-    EXPECT_TRUE(bound);
-    acceptor_ = tern::spawn([this] { accept_loop(); }, {.name = "fake server"});
-    return bound ? *bound : Address::loopback(1);
-  }
-
-  // Stops accepting and ends every connection.
-  void stop() {
-    if (!acceptor_.joinable()) return;
-    listener_.close();
-    acceptor_.join();
-    for (auto& stream : streams_) {
-      if (stream->is_open()) (void)stream->shutdown(SHUT_RDWR);
-    }
-    for (tern::Fiber& connection : connections_) {
-      connection.interrupt();
-      connection.join();
-    }
-  }
-
-  int accepted() const { return static_cast<int>(accept_times_.size()); }
-  const std::vector<tern::Clock::time_point>& accept_times() const { return accept_times_; }
-  // Connections whose behaviour has returned.
-  int finished() const { return finished_; }
-
- private:
-  void accept_loop() {
-    for (;;) {
-      tern::Result<TcpStream> stream = listener_.accept();
-      if (!stream) return;
-      accept_times_.push_back(tern::Clock::now());
-      const int index = static_cast<int>(streams_.size());
-      streams_.push_back(std::make_unique<TcpStream>(std::move(*stream)));
-      TcpStream* accepted = streams_.back().get();
-      connections_.push_back(tern::spawn([this, accepted, index] {
-        behaviour_(*accepted, index);
-        ++finished_;
-      }));
-    }
-  }
-
-  Behaviour behaviour_;
-  TcpListener listener_;
-  tern::Fiber acceptor_;
-  std::vector<std::unique_ptr<TcpStream>> streams_;
-  std::vector<tern::Fiber> connections_;
-  std::vector<tern::Clock::time_point> accept_times_;
-  int finished_ = 0;
-};
+using tern_test::FakeServer;
 
 // Reads (and drops) frames until the peer closes the connection or the fiber is interrupted.
 void drain(FrameReader& reader) {
