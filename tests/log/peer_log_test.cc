@@ -242,13 +242,17 @@ TEST_F(PeerLogTest, OneBucketForTheWholeProcess) {
   auto sink = start_synchronous();
   tern::log::set_peer_log_rate({.per_second = 1.0 / 3600, .burst = 7});
   const std::uint64_t before = tern::log::peer_log_suppressed();
+  const std::uint64_t dropped_before = tern::log::dropped();
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([t] {
       for (int i = 0; i < 500; ++i) TERN_PEER_LOG_WARN("thread {} line {}", t, i);
     });
   for (std::thread& thread : threads) thread.join();
-  EXPECT_EQ(sink->lines().size(), 7u);
+  // The 7 admitted lines are written, unless one found the sink lock held past its short wait
+  // (a writing thread descheduled on a loaded machine): then it is counted as dropped.
+  EXPECT_EQ(sink->lines().size() + (tern::log::dropped() - dropped_before), 7u);
+  EXPECT_GE(sink->lines().size(), 1u);
   EXPECT_EQ(tern::log::peer_log_suppressed() - before, 4u * 500 - 7);
 }
 
