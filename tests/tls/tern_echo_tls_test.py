@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""tern-echo --tls-cert/--tls-key and tern-bench pingpong --tls end to end, with Python's ssl
-module as the reference client.
+"""tern-echo --tls-cert/--tls-key and tern-bench's --tls end to end, with Python's ssl module as
+the reference client.
 
   tern_echo_tls_test.py TERN_ECHO TERN_BENCH IO_BACKEND
 
 Makes a CA and a server certificate with the openssl command line in a temporary folder,
 starts tern-echo on a free loopback port over TLS, checks that a verifying client's messages
 come back unchanged and that a plaintext client is refused while the server keeps serving, runs
-tern-bench pingpong --tls (verifying the server) against it, then stops tern-echo (always, even
-when a check fails). Exits 0 when every check holds.
+tern-bench pingpong --tls and sessions --tls --tls-resume (verifying the server) against it,
+checking that sessions were resumed, then stops tern-echo (always, even when a check fails).
+Exits 0 when every check holds.
 """
 
 import json
@@ -88,12 +89,21 @@ def main():
             result = json.loads(bench.stdout)
             if bench.returncode != 0 or not result["verified"] or not result["params"]["tls"]:
                 raise AssertionError(f"tern-bench pingpong --tls: {bench.stdout} {bench.stderr}")
+            sessions = subprocess.run(
+                [tern_bench, "sessions", "--io", backend, "--target", f"127.0.0.1:{port}",
+                 "--tls", "--tls-resume", "--tls-ca", str(ca_crt), "--total", "20",
+                 "--in-flight", "2", "--json"], capture_output=True, text=True, timeout=60)
+            result = json.loads(sessions.stdout)
+            resumed = result["figures"].get("tls_resumed", 0)
+            if sessions.returncode != 0 or not result["verified"] or result["figures"]["sessions"] != 20 \
+                    or not 0 < resumed < 20:
+                raise AssertionError(f"tern-bench sessions --tls --tls-resume: {sessions.stdout}")
         finally:
             server.terminate()
             output, _ = server.communicate(timeout=20)
-        if "6 TLS handshakes (0 resumed), 1 refused in the handshake" not in output:
+        if f"26 TLS handshakes ({resumed} resumed), 1 refused in the handshake" not in output:
             raise AssertionError(f"tern-echo's summary: {output!r}")
-    print("tern-echo and tern-bench pingpong over TLS: ok")
+    print("tern-echo, tern-bench pingpong and sessions over TLS: ok")
     return 0
 
 

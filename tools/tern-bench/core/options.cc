@@ -198,11 +198,20 @@ CLI::App* add_sessions_options(CLI::App& app, SessionsOptions& o) {
       ->capture_default_str();
   command->add_option("--timeout", o.timeout_s, "seconds a session may take, connect included")
       ->capture_default_str();
+  command->add_flag("--tls", o.tls,
+                    "a TLS handshake after each connect (full handshakes; connect latency "
+                    "includes it)");
+  command->add_flag("--tls-resume", o.tls_resume,
+                    "with --tls: resume the last session (resumed handshakes)");
+  command->add_option("--tls-ca", o.tls_ca,
+                      "with --tls: verify the server's certificate and name against this CA "
+                      "bundle (PEM file); without it the certificate is not checked");
   check_after_parse(command, o);
   return command;
 }
 
 std::string check_options(SessionsOptions& o) {
+  if ((o.tls_resume || !o.tls_ca.empty()) && !o.tls) return "--tls-resume and --tls-ca need --tls";
   if (std::string why = at_least_one("--total", o.total, "session"); !why.empty()) return why;
   if (std::string why = at_least_one("--in-flight", o.in_flight, "session"); !why.empty())
     return why;

@@ -73,7 +73,10 @@ struct SessionsOptions {
   std::size_t in_flight = 100;
   std::size_t messages = 3;
   std::size_t size_bytes = 8;
-  double timeout_s = 10;  // per session, connect to last reply
+  double timeout_s = 10;    // per session, connect to last reply
+  bool tls = false;         // --tls: a TLS handshake after each connect (tern::tls)
+  bool tls_resume = false;  // --tls-resume: offer the last session's ticket (resumed handshakes)
+  std::string tls_ca;       // --tls-ca: verify the server against this CA bundle
 };
 
 // Report 002 ttcp (docs/benchmark-methods.md): stop-and-wait length-prefixed messages.

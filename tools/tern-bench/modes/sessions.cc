@@ -6,6 +6,7 @@
 // in microseconds, and every failed session by cause. Many short connections from one client can
 // run out of ephemeral ports (TIME_WAIT); the report says so when connects fail that way.
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "tern/fiber/wait_group.h"
 #include "tern/io/backend.h"
 #include "tern/net/tcp_stream.h"
+#include "tern/tls/tls_stream.h"
 
 namespace tern::bench {
 
@@ -44,6 +46,7 @@ struct Run {
         latency(options.net.workers),
         connect_latency(options.net.workers),
         failures(options.net.workers),
+        resumed(options.net.workers),
         ends(options.net.workers) {}
 
   const SessionsOptions& o;
@@ -52,6 +55,8 @@ struct Run {
   LatencyRecorder latency;
   LatencyRecorder connect_latency;
   std::vector<Failures> failures;
+  tls::TlsContext tls;                  // --tls: the client context
+  std::vector<std::uint64_t> resumed;   // per worker: sessions whose handshake was resumed
   std::vector<Clock::time_point> ends;  // per worker: when its last session ended
   std::atomic<std::uint64_t> next{0};
   WaitGroup finished;
@@ -72,6 +77,44 @@ void record_failure(Run& run, std::size_t slot, std::uint64_t Failures::* cause,
   run.meter.add_error(slot);
 }
 
+// A session's requests and replies over `Stream` (net::TcpStream or tls::TlsStream, the same
+// calls); returns whether every reply came back right (failures are recorded).
+template <typename Stream>
+bool exchange(Run& run, std::size_t slot, std::uint64_t session, Stream& stream,
+              std::vector<std::byte>& request, std::vector<std::byte>& reply, Deadline deadline) {
+  for (std::size_t m = 0; m < run.o.messages; ++m) {
+    for (std::size_t i = 0; i < request.size(); ++i) request[i] = message_byte(session, m, i);
+    if (Result<void> sent = stream.write_all(request, deadline); !sent) {
+      if (sent.error() == std::errc::timed_out) {
+        record_failure(run, slot, &Failures::timeout,
+                       fmt::format("session {}: request {} timed out", session, m));
+        return false;
+      }
+      record_failure(
+          run, slot, &Failures::reply,
+          fmt::format("session {}: writing request {}: {}", session, m, sent.error().message()));
+      return false;
+    }
+    if (Result<void> got = stream.read_exact(reply, deadline); !got) {
+      if (got.error() == std::errc::timed_out) {
+        record_failure(run, slot, &Failures::timeout,
+                       fmt::format("session {}: reply {} timed out", session, m));
+        return false;
+      }
+      record_failure(
+          run, slot, &Failures::reply,
+          fmt::format("session {}: reading reply {}: {}", session, m, got.error().message()));
+      return false;
+    }
+    if (std::memcmp(reply.data(), request.data(), request.size()) != 0) {
+      record_failure(run, slot, &Failures::reply,
+                     fmt::format("session {}: reply {} differs from its request", session, m));
+      return false;
+    }
+  }
+  return true;
+}
+
 // One session; returns when it ended, well or not.
 void run_session(Run& run, std::uint64_t session, std::vector<std::byte>& request,
                  std::vector<std::byte>& reply) {
@@ -79,6 +122,27 @@ void run_session(Run& run, std::uint64_t session, std::vector<std::byte>& reques
   const Clock::time_point begin = Clock::now();
   const Deadline deadline = begin + seconds(run.o.timeout_s);
   Result<net::TcpStream> stream = net::TcpStream::connect(run.address, deadline);
+  if (stream && run.o.tls) {
+    (void)stream->set_nodelay();
+    Result<tls::TlsStream> secured =
+        tls::TlsStream::connect(std::move(*stream), run.tls, run.o.net.target.host, deadline);
+    if (!secured) {
+      if (secured.error() == std::errc::timed_out)
+        return record_failure(run, slot, &Failures::timeout,
+                              fmt::format("session {}: TLS handshake timed out", session));
+      return record_failure(run, slot, &Failures::connect,
+                            fmt::format("session {}: {}", session, secured.error().message()));
+    }
+    run.connect_latency.record(slot, Clock::now() - begin);
+    if (secured->resumed()) ++run.resumed[slot];
+    if (!exchange(run, slot, session, *secured, request, reply, deadline)) return;
+    (void)secured->shutdown(SHUT_WR, deadline);  // close_notify, then the close
+    const Clock::time_point end = Clock::now();
+    run.latency.record(slot, end - begin);
+    run.ends[slot] = std::max(run.ends[slot], end);
+    run.meter.add_done(slot, 1, run.o.messages * run.o.size_bytes);
+    return;
+  }
   if (!stream) {
     const std::error_code error = stream.error();
     if (error == std::errc::timed_out)
@@ -92,29 +156,7 @@ void run_session(Run& run, std::uint64_t session, std::vector<std::byte>& reques
   }
   run.connect_latency.record(slot, Clock::now() - begin);
   (void)stream->set_nodelay();
-  for (std::size_t m = 0; m < run.o.messages; ++m) {
-    for (std::size_t i = 0; i < request.size(); ++i) request[i] = message_byte(session, m, i);
-    if (Result<void> sent = stream->write_all(request, deadline); !sent) {
-      if (sent.error() == std::errc::timed_out)
-        return record_failure(run, slot, &Failures::timeout,
-                              fmt::format("session {}: request {} timed out", session, m));
-      return record_failure(
-          run, slot, &Failures::reply,
-          fmt::format("session {}: writing request {}: {}", session, m, sent.error().message()));
-    }
-    if (Result<void> got = stream->read_exact(reply, deadline); !got) {
-      if (got.error() == std::errc::timed_out)
-        return record_failure(run, slot, &Failures::timeout,
-                              fmt::format("session {}: reply {} timed out", session, m));
-      return record_failure(
-          run, slot, &Failures::reply,
-          fmt::format("session {}: reading reply {}: {}", session, m, got.error().message()));
-    }
-    if (std::memcmp(reply.data(), request.data(), request.size()) != 0)
-      return record_failure(
-          run, slot, &Failures::reply,
-          fmt::format("session {}: reply {} differs from its request", session, m));
-  }
+  if (!exchange(run, slot, session, *stream, request, reply, deadline)) return;
   const Clock::time_point end = Clock::now();
   run.latency.record(slot, end - begin);
   run.ends[slot] = std::max(run.ends[slot], end);
@@ -147,6 +189,16 @@ int run_sessions(const SessionsOptions& o) {
   if (!address) return 1;
   Run run(o);
   run.address = *address;
+  if (o.tls) {
+    Result<tls::TlsContext> context = tls::TlsContext::client({.ca_file = o.tls_ca,
+                                                               .verify_peer = !o.tls_ca.empty(),
+                                                               .session_resumption = o.tls_resume});
+    if (!context) {
+      std::fprintf(stderr, "tern-bench sessions: %s\n", context.error().message().c_str());
+      return 1;
+    }
+    run.tls = *context;
+  }
   Report report;
   report.mode = "sessions";
   CpuWindow cpu(o.net.server_pid);
@@ -205,6 +257,8 @@ int run_sessions(const SessionsOptions& o) {
   report.params["messages"] = o.messages;
   report.params["size_bytes"] = o.size_bytes;
   report.params["timeout_s"] = o.timeout_s;
+  report.params["tls"] = o.tls;
+  report.params["tls_resume"] = o.tls_resume;
   add_network_params(report, o.net, backend);
   report.params["tcp_tw_reuse"] = tw_reuse;
   report.params["ip_local_port_range"] = port_range;
@@ -216,6 +270,9 @@ int run_sessions(const SessionsOptions& o) {
   report.figures["failed_reply"] = failed.reply;
   report.figures["elapsed_s"] = round_to(elapsed, 6);
   report.figures["sessions_per_s"] = round_to(per_second, 2);
+  std::uint64_t resumed = 0;
+  for (std::uint64_t r : run.resumed) resumed += r;
+  if (o.tls) report.figures["tls_resumed"] = resumed;
   add_latency_figures(report.figures, latency);
   add_latency_figures(report.figures, connect, "connect_");
   report.summary.push_back(fmt::format("{} sessions in {:.3f} s: {:.2f} sessions/s, {} failed",
