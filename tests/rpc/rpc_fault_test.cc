@@ -517,10 +517,12 @@ TEST(ServerFaults, UnknownServiceOrMethodIsAnsweredAndTheConnectionStays) {
     std::string calls = request_frame(1, "Echo", echo_request("a"), "tern.fault_test.Nothing");
     calls += request_frame(2, "Nothing", echo_request("b"));
     calls += request_frame(3, "Echo", echo_request("still here"));
+    // Names are bytes on the wire: one that is not UTF-8 is an unknown name, not bad metadata.
+    calls += request_frame(4, "Echo\xff\xfe", echo_request("c"));
     ASSERT_TRUE(raw.write_all(bytes_of(calls), deadline));
 
     std::vector<ReadFrame> replies;
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 4; ++i) {
       tern::Result<ReadFrame> reply = reader.next(deadline);
       ASSERT_TRUE(reply) << reply.error().message();
       EXPECT_EQ(reply->header.type, FrameType::response);
@@ -542,6 +544,8 @@ TEST(ServerFaults, UnknownServiceOrMethodIsAnsweredAndTheConnectionStays) {
     fault::EchoReply echoed;
     ASSERT_TRUE(echoed.ParseFromString(replies[2].body));
     EXPECT_EQ(echoed.payload(), "still here");
+    ASSERT_EQ(replies[3].header.call_id, 4u);
+    EXPECT_EQ(replies[3].metadata.status(), static_cast<std::uint32_t>(StatusCode::unimplemented));
 
     // The connection is still open: a ping gets its pong.
     ASSERT_TRUE(raw.write_all(bytes_of(encode_frame(FrameType::ping, 77, nullptr, "")), deadline));
@@ -551,7 +555,7 @@ TEST(ServerFaults, UnknownServiceOrMethodIsAnsweredAndTheConnectionStays) {
     EXPECT_EQ(pong->header.call_id, 77u);
 
     const tern::rpc::ServerStats after = target.server().stats();
-    EXPECT_EQ(after.unimplemented_calls, before.unimplemented_calls + 2);
+    EXPECT_EQ(after.unimplemented_calls, before.unimplemented_calls + 3);
     EXPECT_EQ(after.protocol_errors, before.protocol_errors);
     target.expect_traffic_flows();
   });
