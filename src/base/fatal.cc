@@ -12,6 +12,7 @@
                          // the instantiations libfmt.so exports differently, so they are made here
 
 #include "tern/base/assert.h"
+#include "tern/base/detail/sys_calls.h"
 
 namespace tern {
 
@@ -53,7 +54,7 @@ class LineBuilder {
   void write_out() const noexcept {
     std::size_t at = 0;
     while (at < size_) {
-      const ssize_t n = ::write(STDERR_FILENO, data_ + at, size_ - at);
+      const ssize_t n = tern::detail::sys.write(STDERR_FILENO, data_ + at, size_ - at);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return;
       at += static_cast<std::size_t>(n);

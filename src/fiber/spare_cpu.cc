@@ -6,6 +6,8 @@
 
 #include <charconv>
 
+#include "tern/base/detail/sys_calls.h"
+
 namespace tern::detail {
 
 std::optional<int> runnable_threads_in_loadavg(std::string_view text) noexcept {
@@ -23,7 +25,7 @@ std::optional<int> runnable_threads_in_loadavg(std::string_view text) noexcept {
 }
 
 SpareCpuCheck::~SpareCpuCheck() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) tern::detail::sys.close(fd_);
 }
 
 bool SpareCpuCheck::spare(Clock::time_point now) noexcept {

@@ -2,11 +2,20 @@
 // defines these names too (weakly, as its interceptors), so the hook's strong definitions win
 // and its interceptors would be skipped: where one exists (__interceptor_<name>), the hook calls
 // it, so ASan and TSan still see every call; otherwise the next definition, libc's.
+//
+// The same originals go into tern's own table (tern/base/detail/sys_calls.h) before any other
+// static constructor runs, so that tern's reactors and sockets call them directly and never
+// enter a replacement.
 #include "originals.h"
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <cstdint>
+
 #include "tern/base/assert.h"
+#include "tern/base/detail/sys_calls.h"
+#include "tern/hook/detail/calls.h"
 
 #define TERN_HOOK_INTERCEPTOR(name) extern "C" void __interceptor_##name() __attribute__((weak));
 // clang-format off
@@ -39,11 +48,32 @@ Originals look_up() noexcept {
   return o;
 }
 
+std::atomic<bool> counting{false};
+std::atomic<std::uint64_t> counted{0};
+
+// Points tern's own table at the originals. Priority 101, the first one a program may use, so
+// that it runs before the static constructors of tern and of the program (which may already
+// do I/O through tern); the table holds the replacements until then, which work as libc does.
+[[gnu::constructor(101)]] void route_tern_past_the_hooks() noexcept {
+  const Originals& found = originals();
+  tern::detail::SysCalls& sys = tern::detail::sys;
+#define TERN_HOOK_ROUTE(name) sys.name = found.name;
+  TERN_HOOK_EACH(TERN_HOOK_ROUTE)
+#undef TERN_HOOK_ROUTE
+}
+
 }  // namespace
 
 const Originals& originals() noexcept {
+  if (counting.load(std::memory_order_relaxed)) [[unlikely]] {
+    counted.fetch_add(1, std::memory_order_relaxed);
+  }
   static const Originals found = look_up();
   return found;
 }
+
+void count_hooked_calls(bool on) noexcept { counting.store(on, std::memory_order_relaxed); }
+
+std::uint64_t hooked_calls() noexcept { return counted.load(std::memory_order_relaxed); }
 
 }  // namespace tern::hook::detail

@@ -15,6 +15,7 @@
 
 #include "reactor.h"
 #include "tern/base/assert.h"
+#include "tern/base/detail/sys_calls.h"
 #include "tern/fiber/detail/waiter.h"
 #include "tern/fiber/fiber.h"
 #include "tern/prof/loop_profiler.h"
@@ -47,22 +48,22 @@ class EpollReactor final : public Reactor {
   EpollReactor(int epoll_fd, int wake_fd)
       : Reactor(Backend::epoll), epoll_(epoll_fd), wake_(wake_fd) {}
   ~EpollReactor() override {
-    ::close(wake_);
-    ::close(epoll_);
+    tern::detail::sys.close(wake_);
+    tern::detail::sys.close(epoll_);
   }
 
   void park(Deadline deadline) override { wait_events(deadline); }
   void poll() override { wait_events(Deadline::min()); }
   void unpark() noexcept override {
     const std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_, &one, sizeof one);
+    [[maybe_unused]] ssize_t n = tern::detail::sys.write(wake_, &one, sizeof one);
   }
 
   Result<std::size_t> read(int fd, void* buf, std::size_t len, Deadline deadline) override {
-    return retry(fd, false, deadline, [&] { return ::read(fd, buf, len); });
+    return retry(fd, false, deadline, [&] { return tern::detail::sys.read(fd, buf, len); });
   }
   Result<std::size_t> write(int fd, const void* buf, std::size_t len, Deadline deadline) override {
-    return retry(fd, true, deadline, [&] { return ::write(fd, buf, len); });
+    return retry(fd, true, deadline, [&] { return tern::detail::sys.write(fd, buf, len); });
   }
   Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
                            Deadline deadline) override {
@@ -80,7 +81,8 @@ class EpollReactor final : public Reactor {
       if (Result<void> ready = wait_ready(fd, false, deadline); !ready) return fail(ready.error());
     }
     Result<std::size_t> n = retry(fd, false, deadline, [&] {
-      return ask_left ? recv_reporting_left(fd, buf, len, left) : ::recv(fd, buf, len, flags);
+      return ask_left ? recv_reporting_left(fd, buf, len, left)
+                      : tern::detail::sys.recv(fd, buf, len, flags);
     });
     if (FdState* state = registered_state(fd); state != nullptr) {
       state->drained = recv_emptied_queue(flags, n, len, left == 0);
@@ -90,25 +92,29 @@ class EpollReactor final : public Reactor {
   }
   Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
                            Deadline deadline) override {
-    return retry(fd, true, deadline, [&] { return ::send(fd, buf, len, flags | MSG_NOSIGNAL); });
+    return retry(fd, true, deadline,
+                 [&] { return tern::detail::sys.send(fd, buf, len, flags | MSG_NOSIGNAL); });
   }
   Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) override {
-    return retry(fd, false, deadline, [&] { return ::recvmsg(fd, message, flags); });
+    return retry(fd, false, deadline,
+                 [&] { return tern::detail::sys.recvmsg(fd, message, flags); });
   }
   Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags,
                               Deadline deadline) override {
-    return retry(fd, true, deadline, [&] { return ::sendmsg(fd, message, flags | MSG_NOSIGNAL); });
+    return retry(fd, true, deadline,
+                 [&] { return tern::detail::sys.sendmsg(fd, message, flags | MSG_NOSIGNAL); });
   }
   Result<int> accept(int fd, sockaddr* peer, socklen_t* length, Deadline deadline) override {
     Result<std::size_t> accepted = retry(fd, false, deadline, [&] {
-      return static_cast<ssize_t>(::accept4(fd, peer, length, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      return static_cast<ssize_t>(
+          tern::detail::sys.accept4(fd, peer, length, SOCK_NONBLOCK | SOCK_CLOEXEC));
     });
     if (!accepted) return fail(accepted.error());
     return static_cast<int>(*accepted);
   }
   Result<void> connect(int fd, const sockaddr* address, socklen_t length,
                        Deadline deadline) override {
-    if (::connect(fd, address, length) == 0) return {};
+    if (tern::detail::sys.connect(fd, address, length) == 0) return {};
     if (errno != EINPROGRESS && errno != EINTR) return fail(errno_code(errno));
     if (Result<void> ready = wait_ready(fd, true, deadline); !ready) return ready;
     return connect_outcome(fd);
@@ -128,8 +134,8 @@ class EpollReactor final : public Reactor {
       state.stream_socket =
           ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 && type == SOCK_STREAM;
       const int on = 1;  // fails on anything but TCP, which then reads with plain recv
-      state.tcp_inq =
-          state.stream_socket && ::setsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
+      state.tcp_inq = state.stream_socket &&
+                      tern::detail::sys.setsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
     }
     bool& ready = writable ? state.writable : state.readable;
     if (ready) {  // an edge arrived since the last wait: try the call again first
@@ -163,7 +169,7 @@ class EpollReactor final : public Reactor {
       tern::detail::wake_all(claimed, true);
       states_[fd].reset();
     }
-    ::close(fd);
+    tern::detail::sys.close(fd);
   }
 
  private:
@@ -205,7 +211,7 @@ class EpollReactor final : public Reactor {
     message.msg_iovlen = 1;
     message.msg_control = control;
     message.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(fd, &message, 0);
+    const ssize_t n = tern::detail::sys.recvmsg(fd, &message, 0);
     if (n < 0) return n;
     for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
       if (c->cmsg_level == SOL_TCP && c->cmsg_type == TCP_CM_INQ)
@@ -234,9 +240,9 @@ class EpollReactor final : public Reactor {
     epoll_event* events = events_;
     int count;
     if (deadline == Deadline::min()) {
-      count = ::epoll_wait(epoll_, events, kMaxEvents, 0);
+      count = tern::detail::sys.epoll_wait(epoll_, events, kMaxEvents, 0);
     } else if (deadline == kNoDeadline) {
-      count = ::epoll_wait(epoll_, events, kMaxEvents, -1);
+      count = tern::detail::sys.epoll_wait(epoll_, events, kMaxEvents, -1);
     } else {
       auto remaining = deadline - Clock::now();
       if (remaining < Clock::duration::zero()) remaining = Clock::duration::zero();
@@ -255,7 +261,7 @@ class EpollReactor final : public Reactor {
     const int fd = event.data.fd;
     if (fd == wake_) {
       std::uint64_t value;
-      [[maybe_unused]] ssize_t n = ::read(wake_, &value, sizeof value);
+      [[maybe_unused]] ssize_t n = tern::detail::sys.read(wake_, &value, sizeof value);
       return;
     }
     if (static_cast<std::size_t>(fd) >= states_.size() || !states_[fd]) return;
@@ -295,7 +301,7 @@ Result<std::unique_ptr<Reactor>> make_epoll_reactor() {
   const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd < 0) {
     const int err = errno;
-    ::close(epoll_fd);
+    tern::detail::sys.close(epoll_fd);
     return fail(errno_code(err));
   }
   epoll_event event = {};
@@ -303,8 +309,8 @@ Result<std::unique_ptr<Reactor>> make_epoll_reactor() {
   event.data.fd = wake_fd;
   if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &event) != 0) {
     const int err = errno;
-    ::close(wake_fd);
-    ::close(epoll_fd);
+    tern::detail::sys.close(wake_fd);
+    tern::detail::sys.close(epoll_fd);
     return fail(errno_code(err));
   }
   return std::unique_ptr<Reactor>(std::make_unique<EpollReactor>(epoll_fd, wake_fd));

@@ -9,6 +9,7 @@
 
 #include "reactor.h"
 #include "tern/base/assert.h"
+#include "tern/base/detail/sys_calls.h"
 #include "tern/fiber/runtime.h"
 #include "tern/prof/counter.h"
 
@@ -78,7 +79,8 @@ Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags, Dead
 
 Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept {
   for (;;) {
-    const ssize_t n = ::send(fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    const ssize_t n =
+        tern::detail::sys.send(fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n >= 0) {
       bytes_written.add(static_cast<std::uint64_t>(n));
       return static_cast<std::size_t>(n);
@@ -121,7 +123,7 @@ void close(int fd) noexcept {
   if (current != nullptr) {
     current->close(fd);
   } else if (fd >= 0) {
-    ::close(fd);
+    tern::detail::sys.close(fd);
   }
 }
 

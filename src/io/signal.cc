@@ -21,6 +21,7 @@
 #include <mutex>
 #include <system_error>
 
+#include "tern/base/detail/sys_calls.h"
 #include "tern/io/io.h"
 
 namespace tern::io {
@@ -49,7 +50,7 @@ void wake_waiters() noexcept {
   const int fd = caught_wake_fd.load(std::memory_order_seq_cst);
   if (fd < 0) return;  // no wait has started: the first one finds `caught` set
   const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(fd, &one, sizeof one);
+  [[maybe_unused]] const ssize_t n = tern::detail::sys.write(fd, &one, sizeof one);
 }
 
 // Runs on a thread that does not block the signal, in place of the default action (ending the
@@ -105,7 +106,7 @@ Result<Watch> make_watch() noexcept {
   if (added) return made;
   const std::error_code error = last_error();
   for (const int fd : {made.signal_fd, made.wake_fd, made.epoll_fd})
-    if (fd >= 0) ::close(fd);
+    if (fd >= 0) tern::detail::sys.close(fd);
   return fail(error);
 }
 
@@ -128,7 +129,7 @@ Result<Watch> watch() noexcept {
 Result<int> take_signal(const Watch& watch) noexcept {
   signalfd_siginfo info;
   for (;;) {
-    const ssize_t n = ::read(watch.signal_fd, &info, sizeof info);
+    const ssize_t n = tern::detail::sys.read(watch.signal_fd, &info, sizeof info);
     if (n == static_cast<ssize_t>(sizeof info)) return static_cast<int>(info.ssi_signo);
     if (n >= 0 || errno == EAGAIN) break;
     if (errno != EINTR) return fail(last_error());
@@ -136,7 +137,7 @@ Result<int> take_signal(const Watch& watch) noexcept {
   // Reset the eventfd before looking at `caught`: a signal caught after the look writes to it
   // again, so the next wait wakes.
   std::uint64_t count;
-  while (::read(watch.wake_fd, &count, sizeof count) < 0 && errno == EINTR) {
+  while (tern::detail::sys.read(watch.wake_fd, &count, sizeof count) < 0 && errno == EINTR) {
   }
   std::uint32_t bits = caught.load(std::memory_order_seq_cst);
   while (bits != 0) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "reactor.h"
+#include "tern/base/detail/sys_calls.h"
 #include "tern/fiber/detail/waiter.h"
 #include "tern/prof/loop_profiler.h"
 
@@ -56,9 +57,9 @@ class UringReactor final : public Reactor {
   ~UringReactor() override {
     for (auto& [fd, stream] : accept_streams_)
       for (int accepted : stream->ready)
-        if (accepted >= 0) ::close(accepted);
+        if (accepted >= 0) tern::detail::sys.close(accepted);
     io_uring_queue_exit(&ring_);
-    ::close(wake_);
+    tern::detail::sys.close(wake_);
   }
 
   void park(Deadline deadline) override {
@@ -91,7 +92,7 @@ class UringReactor final : public Reactor {
   }
   void unpark() noexcept override {
     const std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_, &one, sizeof one);
+    [[maybe_unused]] ssize_t n = tern::detail::sys.write(wake_, &one, sizeof one);
   }
 
   Result<std::size_t> read(int fd, void* buf, std::size_t len, Deadline deadline) override {
@@ -204,7 +205,7 @@ class UringReactor final : public Reactor {
     // Also runs the cancelled operations' completions (deferred task running holds them until
     // this thread asks for events), so they drop their hold on the socket before close().
     io_uring_submit_and_get_events(&ring_);
-    ::close(fd);
+    tern::detail::sys.close(fd);
   }
 
  private:
@@ -247,7 +248,7 @@ class UringReactor final : public Reactor {
     tern::detail::claim_all(stream->waiters, claimed);
     tern::detail::wake_all(claimed, true);
     for (int accepted : stream->ready)
-      if (accepted >= 0) ::close(accepted);
+      if (accepted >= 0) tern::detail::sys.close(accepted);
     stream->ready.clear();
     if (stream->armed) retiring_.push_back(std::move(stream));
   }
@@ -256,7 +257,7 @@ class UringReactor final : public Reactor {
     const bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
     if (!more) stream->armed = false;
     if (stream->closed) {
-      if (cqe->res >= 0) ::close(cqe->res);
+      if (cqe->res >= 0) tern::detail::sys.close(cqe->res);
       if (!more) std::erase_if(retiring_, [stream](const auto& s) { return s.get() == stream; });
       return;
     }
@@ -345,7 +346,7 @@ class UringReactor final : public Reactor {
       if (tag == kIgnoredTag) continue;
       if (tag == kWakeTag) {
         std::uint64_t value;
-        [[maybe_unused]] ssize_t n = ::read(wake_, &value, sizeof value);
+        [[maybe_unused]] ssize_t n = tern::detail::sys.read(wake_, &value, sizeof value);
         if ((cqe->flags & IORING_CQE_F_MORE) == 0) wake_armed_ = false;
         continue;
       }

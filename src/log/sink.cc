@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tern/base/detail/sys_calls.h"
 #include "tern/log/sink.h"
 
 namespace tern::log {
@@ -21,7 +22,7 @@ constexpr std::int64_t kSecondsPerDay = 86400;
 // Writes every byte unless the descriptor fails. False on failure.
 bool write_fully(int fd, std::string_view bytes) noexcept {
   while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    const ssize_t n = tern::detail::sys.write(fd, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
@@ -48,7 +49,8 @@ Sink::~Sink() = default;
 void StderrSink::write(std::string_view lines) { write_fully(fd_, lines); }
 
 bool StderrSink::try_write(std::string_view lines) {
-  const ssize_t sent = ::send(fd_, lines.data(), lines.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  const ssize_t sent =
+      tern::detail::sys.send(fd_, lines.data(), lines.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   if (sent >= 0) {
     if (static_cast<std::size_t>(sent) < lines.size())
       write_fully(fd_, lines.substr(static_cast<std::size_t>(sent)));  // the socket took some
@@ -56,7 +58,7 @@ bool StderrSink::try_write(std::string_view lines) {
   }
   if (errno != ENOTSOCK) return false;
   pollfd ready{.fd = fd_, .events = POLLOUT, .revents = 0};
-  if (::poll(&ready, 1, 0) != 1 || (ready.revents & POLLOUT) == 0) return false;
+  if (tern::detail::sys.poll(&ready, 1, 0) != 1 || (ready.revents & POLLOUT) == 0) return false;
   if (lines.size() > PIPE_BUF) {
     // A longer write could wait for a second pipe buffer: keep the first PIPE_BUF bytes, as a line.
     lines = lines.substr(0, PIPE_BUF - 1);
@@ -85,13 +87,13 @@ FileSink::FileSink(FileSinkOptions options, int fd, std::uint64_t size)
 }
 
 FileSink::~FileSink() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) tern::detail::sys.close(fd_);
 }
 
 std::int64_t FileSink::today() const { return day_of(options_.clock()); }
 
 void FileSink::rotate() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) tern::detail::sys.close(fd_);
   if (options_.backups == 0) {
     ::unlink(names_[0].c_str());
   } else {

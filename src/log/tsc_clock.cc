@@ -7,12 +7,12 @@
 
 #include <cmath>
 #include <cstring>
-#include <thread>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
 
+#include "tern/base/detail/sys_calls.h"
 #include "tern/log/detail/record.h"
 
 namespace tern::log::detail {
@@ -36,8 +36,8 @@ bool kernel_clock_is_tsc() noexcept {
                         O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char text[16] = {};
-  const ssize_t n = ::read(fd, text, sizeof text - 1);
-  ::close(fd);
+  const ssize_t n = tern::detail::sys.read(fd, text, sizeof text - 1);
+  tern::detail::sys.close(fd);
   return n >= 3 && std::strncmp(text, "tsc", 3) == 0 && (n == 3 || text[3] == '\n');
 }
 #endif
@@ -87,7 +87,7 @@ void TscClock::calibrate() noexcept {
     return;
   }
   const Pair first = sample();
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  tern::detail::sleep_thread(2'000'000);  // 2 ms
   const Pair second = sample();
   ns_per_tick_ =
       static_cast<double>(second.ns - first.ns) / static_cast<double>(second.ticks - first.ticks);

@@ -8,6 +8,7 @@
 
 #include "futex.h"
 #include "logger.h"
+#include "tern/base/detail/sys_calls.h"
 #include "tern/base/signal_mask.h"
 
 namespace tern::log::detail {
@@ -87,14 +88,16 @@ void Writer::run() {
   ::pthread_setname_np(::pthread_self(), "tern-log");
   const pid_t self = current_tid();
   logger_.writer_tid.store(self, std::memory_order_relaxed);
-  while (!logger_.try_lock_consumer(self)) std::this_thread::sleep_for(kNap);
+  while (!logger_.try_lock_consumer(self))
+    tern::detail::sleep_thread(std::chrono::nanoseconds(kNap).count());
   tsc_clock().calibrate();
   logger_.unlock_consumer();
   unsigned idle_passes = 0;
   for (;;) {
     const bool stopping = stop_.load(std::memory_order_seq_cst);
     const std::uint64_t requested = flush_requested_.load(std::memory_order_seq_cst);
-    while (!logger_.try_lock_consumer(self)) std::this_thread::sleep_for(kNap);
+    while (!logger_.try_lock_consumer(self))
+      tern::detail::sleep_thread(std::chrono::nanoseconds(kNap).count());
     const Drained drained = drain(stopping || requested != flush_done_);
     report_drops();
     write_batch();
@@ -105,7 +108,7 @@ void Writer::run() {
       idle_passes = 0;
       if (drained.bytes < kSmallPassBytes && !stopping &&
           requested == flush_requested_.load(std::memory_order_relaxed)) {
-        std::this_thread::sleep_for(kCatchUp);
+        tern::detail::sleep_thread(std::chrono::nanoseconds(kCatchUp).count());
       }
       continue;
     }

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "tern/base/detail/sys_calls.h"
 #include "tern/io/offload.h"
 
 namespace tern::net {
@@ -257,7 +258,7 @@ Result<std::vector<Address>> resolve(std::string_view host_port, std::string* wh
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* list = nullptr;
-    out.rc = ::getaddrinfo(host_string.c_str(), port_string.c_str(), &hints, &list);
+    out.rc = tern::detail::sys.getaddrinfo(host_string.c_str(), port_string.c_str(), &hints, &list);
     out.error = errno;
     for (addrinfo* ai = list; out.rc == 0 && ai != nullptr; ai = ai->ai_next)
       out.found.emplace_back(ai->ai_addr, ai->ai_addrlen);

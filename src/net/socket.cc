@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "tern/base/detail/sys_calls.h"
 #include "tern/io/io.h"
 
 namespace tern::net {
@@ -21,7 +22,7 @@ Socket& Socket::operator=(Socket&& other) noexcept {
 }
 
 Result<Socket> Socket::open(int family, int type, int protocol) {
-  const int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+  const int fd = tern::detail::sys.socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
   if (fd < 0) return fail(last_error());
   return Socket(fd);
 }
@@ -47,7 +48,8 @@ Result<Address> Socket::peer_address() const {
 }
 
 Result<void> Socket::set_option(int level, int name, int value) {
-  if (::setsockopt(fd_, level, name, &value, sizeof value) != 0) return fail(last_error());
+  if (tern::detail::sys.setsockopt(fd_, level, name, &value, sizeof value) != 0)
+    return fail(last_error());
   return {};
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "tern/base/detail/sys_calls.h"
 #include "tern/io/io.h"
 #include "tern/log/peer_log.h"
 
@@ -79,12 +80,13 @@ Result<TcpStream> TcpListener::accept(Address* peer, Deadline deadline) {
 
 bool TcpListener::shed_one_connection(std::error_code cause) {
   pollfd pending = {.fd = socket_.fd(), .events = POLLIN, .revents = 0};
-  if (::poll(&pending, 1, 0) != 1 || (pending.revents & POLLIN) == 0) return false;
+  if (tern::detail::sys.poll(&pending, 1, 0) != 1 || (pending.revents & POLLIN) == 0) return false;
   // Give up the reserve descriptor, take the pending connection with it, close it cleanly so
   // the peer sees a close instead of a hang, and keep a new reserve.
   reserve_.close();
-  const int fd = ::accept4(socket_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd >= 0) ::close(fd);
+  const int fd =
+      tern::detail::sys.accept4(socket_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd >= 0) tern::detail::sys.close(fd);
   reserve_ = open_reserve();
   const std::string where = local_address() ? local_address()->to_string() : "?";
   TERN_PEER_LOG_WARN("accept on {}: {}; {}", where, cause.message(),

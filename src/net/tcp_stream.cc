@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 
+#include "tern/base/detail/sys_calls.h"
 #include "tern/io/io.h"
 
 namespace tern::net {
@@ -57,7 +58,7 @@ Result<void> TcpStream::wait_readable(Deadline deadline) {
   // been read since: the socket's own state decides, before and after each wait.
   for (;;) {
     pollfd state = {socket_.fd(), POLLIN | POLLRDHUP, 0};
-    const int ready = ::poll(&state, 1, 0);
+    const int ready = tern::detail::sys.poll(&state, 1, 0);
     if (ready > 0) return {};
     if (ready < 0 && errno != EINTR) return fail(std::error_code(errno, std::system_category()));
     if (ready < 0) continue;

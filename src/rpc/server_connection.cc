@@ -8,6 +8,7 @@
 
 #include "codec.h"
 #include "metadata_limits.h"
+#include "tern/base/detail/sys_calls.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/log/log.h"
@@ -448,7 +449,7 @@ void ServerConnection::abort_connection() {
   // Reset rather than close: the kernel would otherwise keep trickling the frames already
   // queued to a peer that does not read, holding their memory for minutes.
   const linger reset{.l_onoff = 1, .l_linger = 0};
-  (void)::setsockopt(stream_.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  (void)tern::detail::sys.setsockopt(stream_.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
   ::shutdown(stream_.fd(), SHUT_RDWR);
   if (!calls_.empty()) {
     state_.cancelled_by_close.fetch_add(calls_.size(), std::memory_order_relaxed);
