@@ -5,14 +5,13 @@
 #include "tern/io/poll.h"
 
 #include <sys/epoll.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <ctime>
 
 #include "reactor.h"
 #include "tern/base/assert.h"
+#include "tern/base/detail/sys_calls.h"
 #include "tern/fiber/fiber.h"
 #include "tern/io/io.h"
 
@@ -23,14 +22,12 @@ namespace {
 constexpr short kReadEvents = POLLIN | POLLRDNORM;
 constexpr short kWriteEvents = POLLOUT | POLLWRNORM;
 
-// poll(2) that does not wait, made as a system call so that an interposed poll (tern::hook)
-// never sees it. The count, or -errno.
+// poll(2) that does not wait, through tern's table so that an interposed poll (tern::hook) never
+// sees it. The count, or -errno.
 int poll_now(std::span<pollfd> fds) noexcept {
   for (;;) {
-    timespec zero = {};
-    const long n = ::syscall(SYS_ppoll, fds.data(), static_cast<nfds_t>(fds.size()), &zero, nullptr,
-                             sizeof(std::uint64_t));
-    if (n >= 0) return static_cast<int>(n);
+    const int n = tern::detail::sys.poll(fds.data(), static_cast<nfds_t>(fds.size()), 0);
+    if (n >= 0) return n;
     if (errno != EINTR) return -errno;
   }
 }
