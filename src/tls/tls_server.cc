@@ -8,6 +8,7 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/wait_group.h"
 #include "tern/log/log.h"
+#include "tern/log/peer_log.h"
 #include "tern/prof/counter.h"
 #include "tern/tls/tls_error.h"
 
@@ -27,24 +28,6 @@ prof::Counter handshake_timeouts("tls.handshake_timeouts",
                                  "TLS connections cut because the handshake took too long");
 prof::Counter handshake_closed("tls.handshake_closed",
                                "TLS connections the client closed or reset during the handshake");
-
-// Logs at WARN at most once a second; the lines held back are counted in the next. Any thread.
-void log_rate_limited(const std::string& message) {
-  static std::atomic<std::int64_t> last_second{-1};
-  static std::atomic<std::uint64_t> held_back{0};
-  const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count();
-  std::int64_t previous = last_second.load(std::memory_order_relaxed);
-  if (previous == now || !last_second.compare_exchange_strong(previous, now)) {
-    held_back.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  if (const std::uint64_t skipped = held_back.exchange(0, std::memory_order_relaxed))
-    TERN_LOG_WARN("{} (and {} similar messages)", message, skipped);
-  else
-    TERN_LOG_WARN("{}", message);
-}
 
 }  // namespace
 
@@ -96,8 +79,9 @@ void TlsServer::watch_files() {
     if (woke || woke.error() != std::errc::timed_out) break;
     Result<bool> reloaded = context_.reload_if_changed();
     if (!reloaded) {
-      log_rate_limited("TLS certificates changed but did not load, the old ones stay: " +
-                       reloaded.error().message());
+      // At most once per watch interval: not a line a peer can cause.
+      TERN_LOG_WARN("TLS certificates changed but did not load, the old ones stay: {}",
+                    reloaded.error().message());
     } else if (*reloaded) {
       counts_->reloads.fetch_add(1, std::memory_order_relaxed);
       TERN_LOG_INFO("TLS certificates reloaded (generation {})", context_.generation());
@@ -133,8 +117,8 @@ void TlsServer::serve(net::TcpStream& tcp) {
       counts_->closed.fetch_add(1, relaxed);
       handshake_closed.add();
     }
-    log_rate_limited("TLS client " + (peer ? peer->to_string() : std::string("(unknown)")) +
-                     " refused: " + error.message());
+    TERN_PEER_LOG_WARN("TLS client {} refused: {}",
+                       peer ? peer->to_string() : std::string("(unknown)"), error.message());
     return;
   }
   counts_->handshakes.fetch_add(1, std::memory_order_relaxed);

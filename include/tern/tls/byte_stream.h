@@ -30,8 +30,9 @@ concept ByteStream = requires(S& stream, std::span<std::byte> in, std::span<cons
 // Sends back every byte read until the peer ends its side (then returns the bytes echoed), an
 // error, or an idle read past `idle` (0: no limit). Worker fibers only.
 template <ByteStream S>
-Result<std::uint64_t> echo(S& stream, std::span<std::byte> buffer,
-                           std::chrono::nanoseconds idle = std::chrono::nanoseconds(0)) {
+[[nodiscard]] Result<std::uint64_t> echo(
+    S& stream, std::span<std::byte> buffer,
+    std::chrono::nanoseconds idle = std::chrono::nanoseconds(0)) {
   std::uint64_t total = 0;
   for (;;) {
     const Deadline deadline = idle.count() > 0 ? deadline_after(idle) : kNoDeadline;
@@ -46,8 +47,9 @@ Result<std::uint64_t> echo(S& stream, std::span<std::byte> buffer,
 
 // Writes a frame's header and body with one gather write. Worker fibers only.
 template <ByteStream S>
-Result<void> write_frame(S& stream, std::span<const std::byte> header,
-                         std::span<const std::byte> body, Deadline deadline = kNoDeadline) {
+[[nodiscard]] Result<void> write_frame(S& stream, std::span<const std::byte> header,
+                                       std::span<const std::byte> body,
+                                       Deadline deadline = kNoDeadline) {
   iovec iov[2] = {{const_cast<std::byte*>(header.data()), header.size()},
                   {const_cast<std::byte*>(body.data()), body.size()}};
   return stream.writev_all(iov, deadline);
@@ -58,9 +60,9 @@ Result<void> write_frame(S& stream, std::span<const std::byte> header,
 // Errc::eof inside one, std::errc::message_size for a body over format.max_body. Worker
 // fibers only.
 template <ByteStream S>
-Result<std::optional<net::Frame>> read_frame(S& stream, net::Buffer& buffer,
-                                             const net::FrameFormat& format,
-                                             Deadline deadline = kNoDeadline) {
+[[nodiscard]] Result<std::optional<net::Frame>> read_frame(S& stream, net::Buffer& buffer,
+                                                           const net::FrameFormat& format,
+                                                           Deadline deadline = kNoDeadline) {
   for (;;) {
     Result<std::optional<net::Frame>> frame = net::parse_frame(buffer.readable(), format);
     if (!frame || *frame) return frame;
