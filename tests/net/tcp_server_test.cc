@@ -18,6 +18,7 @@
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
+#include "tern/fiber/sanitizer.h"
 #include "tern/fiber/wait_group.h"
 #include "tern/io/offload.h"
 #include "tern/net/tcp_server.h"
@@ -241,6 +242,12 @@ int serve_through_a_spawn_failure() {
 }
 
 TEST(TcpServerDeathTest, KeepsServingAfterAConnectionFiberCannotBeStarted) {
+#if TERN_TSAN
+  // ThreadSanitizer's runtime maps memory of its own inside intercepted calls; with RLIMIT_AS at
+  // exactly what is mapped it aborts ("failed to allocate ... ThreadSignalContext") before tern
+  // can show how it copes. The Debug and AddressSanitizer builds run this test.
+  GTEST_SKIP() << "needs memory headroom ThreadSanitizer's runtime does not leave";
+#endif
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(std::_Exit(serve_through_a_spawn_failure()), testing::ExitedWithCode(0), "");
 }
