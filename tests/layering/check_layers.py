@@ -7,6 +7,10 @@ Rules:
   2. A source of src/<L>/ includes private headers only of its own layer: never
      "../<M>/..." or "<M>/..." for another layer M.
   3. tools/, examples/ and bench/ include no private header of src/.
+  4. A source of src/ (but src/hook/, which defines them) calls none of the libc functions
+     tern::hook replaces by name (::read, ::close, ::epoll_wait, ...): it calls them through
+     tern::detail::sys (tern/base/detail/sys_calls.h), so tern's own I/O never goes through the
+     hooks when a program links them.
 
 Prints one line per broken rule (file:line, the include, and the arrow it breaks) and exits 1;
 exits 0 and prints a summary when the tree keeps every rule.
@@ -34,6 +38,11 @@ LAYERS = {
     "tls": {"net", "io", "fiber", "log", "prof", "base"},
 }
 
+# A call by name of a function tern::hook replaces: `::read(` and the like, not `x.read(`.
+HOOKED_CALL = re.compile(
+    r"(?<![\w.>])::(socket|connect|accept4?|read|write|readv|writev|recv|recvfrom|recvmsg|send|"
+    r"sendto|sendmsg|poll|ppoll|select|close|dup[23]?|fcntl|ioctl|setsockopt|sleep|usleep|"
+    r"nanosleep|getaddrinfo|gethostbyname(?:_r)?|epoll_wait|epoll_pwait)\s*\(")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 SOURCE_SUFFIXES = {".h", ".hpp", ".cc", ".cpp", ".c", ".S"}
 TOP_LEVEL_TREES = ("tools", "examples", "bench")
@@ -100,6 +109,18 @@ def check_layer_file(root, path, layer, problems):
             break
 
 
+def check_direct_calls(root, path, problems):
+    relative = path.relative_to(root)
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            code = line.split("//", 1)[0]
+            for m in HOOKED_CALL.finditer(code):
+                problems.append(
+                    f"{relative}:{number}: calls ::{m.group(1)} by name: tern's own code calls "
+                    f"tern::detail::sys.{m.group(1)} (tern/base/detail/sys_calls.h), which "
+                    "tern::hook cannot replace")
+
+
 def check_top_level_file(root, path, problems):
     relative = path.relative_to(root)
     src = (root / "src").resolve()
@@ -123,6 +144,8 @@ def check(root):
         for tree in (root / "include" / "tern" / layer, root / "src" / layer):
             for path in source_files(tree):
                 check_layer_file(root, path, layer, problems)
+                if layer != "hook" and tree.parts[-2] == "src":
+                    check_direct_calls(root, path, problems)
                 checked += 1
     for layer_dir in (root / "include" / "tern").iterdir():
         if layer_dir.is_dir() and layer_dir.name not in LAYERS:
@@ -155,9 +178,11 @@ def self_test():
         write("tools/tool/own.h", "#pragma once\n")
         write("src/net/good.cc", '#include "tern/fiber/fiber.h"\n#include "good.h"\n')
         write("src/net/good.h", "#pragma once\n")
+        write("src/net/calls.cc", "void f(int fd) {\n  stream.read(fd);\n  ::close(fd);\n}\n")  # 4
+        write("src/hook/close.cc", "int close(int fd) { return ::close(fd); }\n")
         _, problems = check(root)
         expected = ["src/fiber/bad.cc:1", "src/io/bad.cc:1", "include/tern/base/bad.h:1",
-                    "tools/tool/main.cc:1"]
+                    "tools/tool/main.cc:1", "src/net/calls.cc:3"]
         missing = [e for e in expected if not any(p.startswith(e) for p in problems)]
         unexpected = [p for p in problems if not any(p.startswith(e) for e in expected)]
         if missing or unexpected:
