@@ -128,8 +128,8 @@ void print_client_class(pb::io::Printer& out, const pb::ServiceDescriptor& servi
     out.Print(
         vars,
         "  // Calls $method$ and waits for the reply, or the status that says why there is none.\n"
-        "  [[nodiscard]] ::tern::rpc::Result<$reply$> $method$(::tern::rpc::ClientContext& context,\n"
-        "      const $request$& request);\n"
+        "  [[nodiscard]] ::tern::rpc::Result<$reply$> $method$(\n"
+        "      ::tern::rpc::ClientContext& context, const $request$& request);\n"
         "  // Calls $method$ with a default context (the channel's default timeout).\n"
         "  [[nodiscard]] ::tern::rpc::Result<$reply$> $method$(const $request$& request);\n"
         "  // Calls $method$ and parses the reply into `reply`.\n"
