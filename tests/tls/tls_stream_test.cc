@@ -19,6 +19,7 @@
 #include "tern/tls/tls_error.h"
 #include "tern/tls/tls_server.h"
 #include "tern/tls/tls_stream.h"
+#include "tls_fixtures.h"
 #include "tls_test_util.h"
 
 namespace {
@@ -42,51 +43,11 @@ using tern_test::run_on;
 using tern_test::text_of;
 using tern_tls_test::Certs;
 
-const Certs& certs() { return Certs::get(); }
-
-TlsContext server_context(const std::string& name = "server", ServerConfig config = {}) {
-  config.certificates.insert(config.certificates.begin(),
-                             Certificate::files(certs().crt(name), certs().key(name)));
-  tern::Result<TlsContext> context = TlsContext::server(std::move(config));
-  EXPECT_TRUE(context) << context.error().message();
-  return context ? *context : TlsContext();
-}
-
-TlsContext client_context(ClientConfig config = {}) {
-  if (config.ca_file.empty() && config.ca_pem.empty()) config.ca_file = certs().ca();
-  tern::Result<TlsContext> context = TlsContext::client(std::move(config));
-  EXPECT_TRUE(context) << context.error().message();
-  return context ? *context : TlsContext();
-}
-
-// Echoes until the peer closes, then sends close_notify.
-void echo_handler(TlsStream& stream) {
-  std::array<std::byte, 16384> buffer;
-  if (tern::Result<std::uint64_t> echoed = tern::tls::echo(stream, buffer); echoed)
-    (void)stream.shutdown();
-}
-
-// A TlsServer on 127.0.0.1 (port 0), stopped when this goes away. Worker fibers only.
-class Server {
- public:
-  Server(TlsContext context, TlsServer::Handler handler = echo_handler,
-         tern::tls::TlsServerOptions options = {})
-      : server_(std::move(context), options, std::move(handler)) {
-    tern::Result<Address> bound = server_.start(Address::loopback(0));
-    EXPECT_TRUE(bound) << bound.error().message();
-    if (bound) address_ = *bound;
-  }
-  ~Server() { server_.stop(tern::deadline_after(1s)); }
-  const Address& address() const { return address_; }
-  std::string host_port(const std::string& host = "localhost") const {
-    return host + ":" + std::to_string(address_.port());
-  }
-  TlsServer& server() { return server_; }
-
- private:
-  TlsServer server_;
-  Address address_;
-};
+using tern_tls_test::certs;
+using tern_tls_test::client_context;
+using tern_tls_test::echo_handler;
+using tern_tls_test::Server;
+using tern_tls_test::server_context;
 
 tern::Result<TlsStream> connect(const Server& server, const TlsContext& context,
                                 const std::string& name = "localhost") {
