@@ -29,7 +29,7 @@ struct Config {
   std::string io = "auto";
   std::string admin;      // HOST:PORT of the admin endpoint (/metrics); empty: none
   std::string idle_poll;  // --idle-poll's text; empty: not given
-  // Defaults that bound what idle or abandoned clients can hold (issue 29): a connection costs
+  // Defaults that bound what idle or abandoned clients can hold: a connection costs
   // about 16 KiB even when idle, and a client's Channel pings every 5 s, so a live client is
   // never idle this long.
   std::size_t max_connections = 10'000;
