@@ -125,12 +125,24 @@ TEST(StopSignal, ReturnsSigtermSentToTheProcessWhileOtherFibersRun) {
     std::atomic<bool> done{false};
     std::atomic<long> ticks_here{0};
     std::atomic<long> ticks_there{0};
+    std::atomic<bool> there_finished{false};
     tern::Fiber ticker = tern::spawn([&] {
       while (!done.load() && tern::this_fiber::sleep_for(1ms)) ++ticks_here;
     });
     ASSERT_TRUE(tern::post(1, [&] {
       while (!done.load() && tern::this_fiber::sleep_for(1ms)) ++ticks_there;
+      there_finished.store(true);
     }));
+    // The ticker on worker 1 uses this frame: it must have finished before the frame is left,
+    // whichever way the test ends.
+    struct StopTickerThere {
+      std::atomic<bool>& done;
+      std::atomic<bool>& finished;
+      ~StopTickerThere() {
+        done.store(true);
+        EXPECT_TRUE(wait_for_condition([&] { return finished.load(); }));
+      }
+    } stop_ticker_there{done, there_finished};
     tern::Result<int> received = tern::fail(std::errc::io_error);
     bool returned = false;
     tern::Fiber waiter = tern::spawn([&] {
