@@ -16,8 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ORDER = ["tern", "tern-uring", "otechod", "mtserver", "asio", "go", "tokio", "grpc-sync",
-         "grpc-callback", "rpcx", "erpc"]
+from report import PEER_ORDER as ORDER, VARIANTS, label  # noqa: E402
 
 
 def server_of(run):
@@ -38,8 +37,10 @@ def series(runs, x_key, y_key):
 def line_plot(ax, data, title, xlabel, ylabel, logy=False):
     for server in sorted(data, key=lambda s: ORDER.index(s) if s in ORDER else 99):
         xs, ys = zip(*data[server])
-        style = "-o" if server.startswith("tern") else "--s"
-        ax.plot(xs, ys, style, label=server, linewidth=2 if server.startswith("tern") else 1)
+        # Headline tern solid, its labelled variants dotted, the peers dashed.
+        style = ":^" if server in VARIANTS else "-o" if server.startswith("tern") else "--s"
+        ax.plot(xs, ys, style, label=label(server),
+                linewidth=2 if server.startswith("tern") else 1)
     ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")

@@ -16,8 +16,11 @@ from collections import defaultdict
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TERN = ("tern", "tern-uring")
-PEER_ORDER = ["tern", "tern-uring", "otechod", "mtserver", "asio", "go", "tokio", "grpc-sync",
-              "grpc-callback", "rpcx", "erpc"]
+# Labelled variants of tern shown beside the headline columns but left out of every ratio,
+# neither counted as tern nor as a peer: tern polling when idle (tables.IDLE_POLL_VARIANTS).
+VARIANTS = {"tern-idle-poll": "tern (idle-poll 200us)"}
+PEER_ORDER = ["tern", "tern-uring", "tern-idle-poll", "otechod", "mtserver", "asio", "go", "tokio",
+              "grpc-sync", "grpc-callback", "rpcx", "erpc"]
 
 
 def fig(run, key):
@@ -79,12 +82,22 @@ def median_rounds(runs):
     return chosen
 
 
+def label(server):
+    """A server's name as the tables show it."""
+    return VARIANTS.get(server, server)
+
+
+def is_peer(server):
+    """Whether a server counts as a peer in the ratios (not tern, not one of tern's variants)."""
+    return server not in TERN and server not in VARIANTS
+
+
 def tern_and_best_peer(values):
     """From {server: figure} (None where missing), the better tern backend's figure and the best
-    peer's (None when there is none)."""
+    peer's (None when there is none); the labelled variants count as neither."""
     def best(names):
         return max([v for s, v in values.items() if s in names and v is not None], default=None)
-    return best(TERN), best([s for s in values if s not in TERN])
+    return best(TERN), best([s for s in values if is_peer(s)])
 
 
 def ran_in_rounds(runs):
@@ -178,6 +191,14 @@ class Report:
             self.write("\nPlacement of server and client (per cell, in the raw results):\n")
             for p in placements:
                 self.write(f"- {p}")
+        text = ("\ntern runs at its defaults in every headline column and every ratio: its idle "
+                "workers sleep, as the peers' do.")
+        if any(server_of(r) in VARIANTS for r in self.runs if r.get("suite")):
+            text += (" The column `tern (idle-poll 200us)` is tern on epoll whose server and "
+                     "tern-bench client poll 200 µs before they sleep (`--idle-poll 200us`, "
+                     "docs/guide.md, \"Idle polling\"): shown beside the others, it counts "
+                     "neither as tern nor as a peer in any ratio.")
+        self.write(text)
         rounds = max((r["suite"].get("rounds", 1) for r in self.all_runs), default=1)
         if rounds > 1:
             self.write(f"\nTables 000, 001, 003 and 004 ran every comparison {rounds} times: "
@@ -227,7 +248,7 @@ class Report:
                             if server_of(r) in PEER_ORDER else 99):
                 is_tern = server_of(r) in TERN
                 case = f"{flag} t={threads} {size} B" + (" discard" if cmd == 2 else "")
-                rows.append([case, server_of(r) + mark(r), fmt(fig(r, "packets")),
+                rows.append([case, label(server_of(r)) + mark(r), fmt(fig(r, "packets")),
                              fmt(fig(r, "pkg_per_s")), fmt(fig(r, "mb_per_s")),
                              fmt(fig(r, "p50_us")), fmt(fig(r, "p99_us")),
                              fmt(r.get("server_cpu_pct")), fmt(r.get("client_cpu_pct")),
@@ -310,14 +331,15 @@ class Report:
                 row.append(self.round_ratios(cells[key], "mb_per_s"))
             rows.append(row)
         # tern's pingpong target is stated against asio (docs/benchmarks.md): its own column.
-        self.write(table(["Buffer", "Threads", "Sessions"] + servers +
+        self.write(table(["Buffer", "Threads", "Sessions"] + [label(s) for s in servers] +
                          ["best peer", "tern ÷ best peer", "tern ÷ asio"] +
                          (["tern ÷ best peer, each round"] if rounds else []), rows))
-        self.write("**Server CPU** (% of one CPU over the run). Where the placement says so, tern's "
-                   "idle workers (server and tern-bench, the client of every server here) poll "
-                   "for a while before they sleep: a polling server shows near 100% even while "
-                   "it waits for the client.\n")
-        self.write(table(["Buffer", "Threads", "Sessions"] + servers, cpu_rows))
+        self.write("**Server CPU** (% of one CPU over the run). tern runs at its defaults: its idle "
+                   "workers sleep, as the peers' do. Only in the labelled idle-poll column do "
+                   "they (server and tern-bench client) poll before they sleep, so that server "
+                   "shows near 100% even while it waits for the client.\n")
+        self.write(table(["Buffer", "Threads", "Sessions"] + [label(s) for s in servers],
+                         cpu_rows))
 
     def sessions(self):
         runs = self.by_table("004")
@@ -352,7 +374,7 @@ class Report:
                 rows.append(row)
             extra = ["tern ÷ otechod", "tern ÷ best of asio/go/tokio"] \
                 if key == "sessions_per_s" else []
-            self.write(table(["in flight"] + servers + extra, rows))
+            self.write(table(["in flight"] + [label(s) for s in servers] + extra, rows))
 
     def rpc(self):
         runs = self.by_table("001")
@@ -378,7 +400,7 @@ class Report:
 
         def best_peer(level, key, pick):
             values = [fig(r, key) for s, r in cells[level].items()
-                      if s not in TERN and r.get("verified")]
+                      if is_peer(s) and r.get("verified")]
             values = [v for v in values if v is not None]
             return pick(values) if values else None
 
@@ -399,11 +421,11 @@ class Report:
                 rows.append(row)
             extra = (["better tern ÷ best peer, each round"]
                      if rounds and key == "tps" else [])
-            self.write(table(["clients"] + servers + ["best peer"] +
+            self.write(table(["clients"] + [label(s) for s in servers] + ["best peer"] +
                              [f"{t} ÷ best peer" for t in TERN] + extra, rows))
         self.write("**c. Each server in report 001's layout** (latency in µs)\n")
         for s in servers:
-            self.write(f"*{s}*\n")
+            self.write(f"*{label(s)}*\n")
             rows = []
             for level in levels:
                 r = cells[level].get(s)

@@ -25,8 +25,15 @@ import servers  # noqa: E402
 import tables  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-# How long tern's idle workers poll before they sleep, in cells where they have CPUs of their own.
-IDLE_POLL = "200us"
+
+
+def idle_poll_args(server_name):
+    """tern-echo's, tern-rpc-server's and tern-bench's extra arguments in a cell against
+    `server_name`: none for every headline server (tern runs at its defaults, which never poll);
+    `--idle-poll` for the labelled polling variant (tables.IDLE_POLL_VARIANTS), server and
+    tern-bench client alike."""
+    poll = tables.IDLE_POLL_VARIANTS.get(server_name)
+    return ["--idle-poll", poll] if poll else []
 
 
 def parse_args():
@@ -119,20 +126,13 @@ class Suite:
         if server_name:
             server_cpus, client_cpus, placement = machine.placement(server_threads,
                                                                     client_threads)
-            # tern's processes poll when idle instead of sleeping (the server, and tern-bench,
-            # the client of every peer but the RPC frameworks), while the machine has a CPU to
-            # spare: they stop when runnable threads want every CPU, as in the unpinned cells
-            # with several sessions. Not in ttcp, which compares fibers with threads that sleep
-            # in blocking calls.
-            idle_poll = ([] if cell["table"].startswith("002") else ["--idle-poll", IDLE_POLL])
+            idle_poll = idle_poll_args(server_name)
             if idle_poll:
-                placement += (f"; tern's idle workers poll {IDLE_POLL} before sleeping while a "
-                              "CPU is spare")
+                placement += (f"; {server_name}: tern's idle workers poll {idle_poll[1]} before "
+                              "sleeping while a CPU is spare")
             server_command = self.catalog.command(server_name, server_threads,
                                                   cell.get("server_mode", "echo"),
-                                                  cell.get("buf", 16384))
-            if server_name in ("tern", "tern-uring"):
-                server_command += idle_poll
+                                                  cell.get("buf", 16384)) + idle_poll
             server = servers.RunningServer(server_name, server_command, server_cpus)
             if cell.get("client") == "peer":
                 command = self.catalog.rpc_client_command(server_name, server.port, cell["args"])
@@ -240,6 +240,11 @@ def main():
         for cell in cells:
             print(describe_cell(cell))
         return 0
+    # Headline columns run tern at its defaults: a TERN_IDLE_POLL inherited from the caller would
+    # make every tern process poll.
+    if os.environ.pop("TERN_IDLE_POLL", None) is not None:
+        print("suite: TERN_IDLE_POLL is ignored: tern runs at its defaults, and only the labelled "
+              "idle-poll column polls", flush=True)
     # Every server and client inherits the hard descriptor limit (10,000 sessions in flight).
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

@@ -12,6 +12,10 @@ import machine
 
 START_LINE = re.compile(r"listening on (\S+):(\d+)")
 
+# tern's servers by name, with the I/O backend each runs: the headline ones and the labelled
+# variant that polls when idle (run.py gives it --idle-poll).
+TERN_BACKENDS = {"tern": "epoll", "tern-uring": "uring", "tern-idle-poll": "epoll"}
+
 
 class Catalog:
     """Where each server's binary is, and which peers this machine could not build."""
@@ -21,6 +25,7 @@ class Catalog:
         self.binaries = {
             "tern": os.path.join(build_dir, "tools", "tern-echo"),
             "tern-uring": os.path.join(build_dir, "tools", "tern-echo"),
+            "tern-idle-poll": os.path.join(build_dir, "tools", "tern-echo"),
             "asio": os.path.join(build_dir, "bench", "asio_echo"),
             "otechod": os.path.join(build_dir, "bench", "otechod"),
             "mtserver": os.path.join(build_dir, "bench", "mtserver"),
@@ -33,6 +38,7 @@ class Catalog:
         self.rpc_servers = {
             "tern": os.path.join(build_dir, "tools", "tern-rpc-server"),
             "tern-uring": os.path.join(build_dir, "tools", "tern-rpc-server"),
+            "tern-idle-poll": os.path.join(build_dir, "tools", "tern-rpc-server"),
             "grpc-sync": os.path.join(build_dir, "bench", "grpc_rpc_server"),
             "grpc-callback": os.path.join(build_dir, "bench", "grpc_rpc_server"),
             "rpcx": os.path.join(peers, "rpcx_rpc_server"),
@@ -93,16 +99,14 @@ class Catalog:
         common = ["--host", "127.0.0.1", "--port", "0"]
         if mode == "rpc":
             path = self.rpc_servers[name]
-            if name in ("tern", "tern-uring"):
-                io = "uring" if name == "tern-uring" else "epoll"
-                return [path, "--io", io, "--threads", str(threads)] + common
+            if name in TERN_BACKENDS:
+                return [path, "--io", TERN_BACKENDS[name], "--threads", str(threads)] + common
             if name.startswith("grpc-"):
                 return [path, "--api", name[len("grpc-"):], "--threads", str(threads)] + common
             return [path, "--threads", str(threads)] + common
         path = self.binaries[name]
-        if name in ("tern", "tern-uring"):
-            io = "uring" if name == "tern-uring" else "epoll"
-            return [path, "--io", io, "--threads", str(threads), "--mode", mode,
+        if name in TERN_BACKENDS:
+            return [path, "--io", TERN_BACKENDS[name], "--threads", str(threads), "--mode", mode,
                     "--buf", str(buf)] + common
         if name == "otechod":
             return [path] + common

@@ -14,6 +14,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import report  # noqa: E402
+import run  # noqa: E402
 import tables  # noqa: E402
 
 
@@ -67,6 +68,28 @@ class InRoundsTest(unittest.TestCase):
                 self.assertEqual(len(servers), len(set(servers)))
 
 
+class IdlePollTest(unittest.TestCase):
+    def test_headline_servers_run_at_defaults_and_only_the_variant_polls(self):
+        for name in ("tern", "tern-uring", "asio", None):
+            self.assertEqual(run.idle_poll_args(name), [])
+        self.assertEqual(run.idle_poll_args("tern-idle-poll"), ["--idle-poll", "200us"])
+
+    def test_the_variant_runs_beside_tern_in_one_session_pingpong_and_the_smallest_rpc(self):
+        for cells in (tables.pingpong_cells(3, False), tables.rpc_cells(100)):
+            variant = [c for c in cells if c["server"] in tables.IDLE_POLL_VARIANTS]
+            self.assertTrue(variant)
+            groups = {c["group"] for c in variant}
+            for cell in cells:
+                if cell["group"] in groups and cell["server"] == "tern":
+                    groups.discard(cell["group"])
+            self.assertEqual(groups, set())
+
+    def test_the_variant_is_neither_tern_nor_a_peer(self):
+        self.assertEqual(report.tern_and_best_peer(
+            {"tern": 100, "tern-idle-poll": 500, "asio": 200}), (100, 200))
+        self.assertEqual(report.tern_and_best_peer({"tern-idle-poll": 500}), (None, None))
+
+
 class MedianRoundsTest(unittest.TestCase):
     def test_each_server_keeps_its_median_round_with_every_rounds_figure(self):
         runs = [pingpong_run("tern", 900, 1), pingpong_run("asio", 700, 1),
@@ -114,6 +137,16 @@ class ReportTest(unittest.TestCase):
         text = self.render(runs)
         self.assertIn("| 16384 B | 1 | 10 | – ✗ | 600 | 600 | – | – | 1.50 / – / 1.25 |", text)
         self.assertIn("- tern-bench pingpong vs tern: exit status 1", text)
+
+    def test_the_idle_poll_column_is_labelled_and_left_out_of_the_ratios(self):
+        runs = [pingpong_run("tern", 600, 1, rounds=1, sessions=1),
+                pingpong_run("tern-idle-poll", 1800, 1, rounds=1, sessions=1),
+                pingpong_run("asio", 400, 1, rounds=1, sessions=1)]
+        text = self.render(runs)
+        self.assertIn("| Buffer | Threads | Sessions | tern | tern (idle-poll 200us) | asio |",
+                      text)
+        self.assertIn("| 16384 B | 1 | 1 | 600 | 1,800 | 400 | 400 | 1.50× | 1.50× |", text)
+        self.assertIn("tern runs at its defaults in every headline column", text)
 
     def test_tables_name_the_reports_of_the_methods_page(self):
         switch = {"mode": "switch", "target": "tern-fiber", "verified": True,

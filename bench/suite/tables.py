@@ -23,6 +23,11 @@ PINGPONG_SERVERS = ["tern", "tern-uring"] + ECHO_PEERS
 SESSIONS_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
 # Report 001: tern-rpc-server on both backends and the RPC peers, each driven by its own client.
 RPC_SERVERS = ["tern", "tern-uring", "grpc-sync", "grpc-callback", "rpcx", "erpc"]
+# tern runs at its defaults (no idle polling) in every headline column. This labelled variant,
+# tern on epoll whose server and tern-bench client poll this long before they sleep
+# (docs/guide.md, "Idle polling"), runs as an extra column where polling changes the picture:
+# pingpong with one session, RPC with the fewest clients. The report keeps it out of every ratio.
+IDLE_POLL_VARIANTS = {"tern-idle-poll": "200us"}
 
 
 def switch_cells(switches):
@@ -97,7 +102,8 @@ def pingpong_cells(seconds, full):
     for block in blocks:
         for threads in threads_list:
             for sessions in (1, 10, 100):
-                for server in PINGPONG_SERVERS:
+                variants = list(IDLE_POLL_VARIANTS) if sessions == 1 else []
+                for server in PINGPONG_SERVERS + variants:
                     cells.append({
                         "table": "003", "group": f"003 {block} B {threads} t {sessions} s",
                         "mode": "pingpong", "server": server,
@@ -131,8 +137,9 @@ def rpc_cells(total):
     concurrencies = [100, 500, 1000, 2000, 5000]
     cells = []
     for concurrency in concurrencies:
-        for server in RPC_SERVERS:
-            tern = server in ("tern", "tern-uring")
+        variants = list(IDLE_POLL_VARIANTS) if concurrency == concurrencies[0] else []
+        for server in RPC_SERVERS + variants:
+            tern = server.startswith("tern")
             args = ["-c", str(concurrency), "-n", str(total)]
             if tern:
                 args += ["--workers", "1", "--io", "uring" if server == "tern-uring" else "epoll"]
