@@ -12,6 +12,7 @@
 #include "tern/io/backend.h"
 #include "tern/prof/metrics.h"
 #include "tern/prof/prometheus.h"
+#include "tern/prof/status_sections.h"
 
 namespace tern::admin::detail {
 
@@ -124,7 +125,12 @@ std::string status_json() {
   out += ", \"written\": " + json_number(total(families, "tern_io_bytes_written_total"));
   out += "}, \"log\": {\"written\": " + json_number(total(families, "tern_log_written_total"));
   out += ", \"dropped\": " + json_number(total(families, "tern_log_dropped_total"));
-  out += "}}\n";
+  out += "}";
+  // Sections of layers above prof that admin does not see (rpc's registered services, ...).
+  for (const auto& [name, value] : prof::collect_status_sections()) {
+    out += ", \"" + name + "\": " + value;
+  }
+  out += "}\n";
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include "tern/net/tcp_server.h"
 #include "tern/prof/loop_profiler.h"
 #include "tern/prof/metrics.h"
+#include "tern/prof/status_sections.h"
 
 namespace {
 
@@ -271,11 +272,18 @@ TEST(AdminEndpoint, MetricsAndStatusOfARuntimeStartedWithTheOption) {
 #endif
 #endif
 
+    // A layer admin does not see adds a section of its own; removed, it is gone again.
+    const std::uint64_t section =
+        tern::prof::add_status_section("test_section", [] { return std::string("{\"k\": [1]}"); });
     const Reply status = http_exchange(*admin, "GET /status HTTP/1.1\r\nHost: test\r\n\r\n");
+    tern::prof::remove_status_section(section);
+    const Reply without = http_exchange(*admin, "GET /status HTTP/1.1\r\nHost: test\r\n\r\n");
+    EXPECT_FALSE(json::parse(without.body).contains("test_section")) << without.body;
     ASSERT_EQ(status.status, 200);
     EXPECT_EQ(header(status, "Content-Type"), "application/json");
     const json doc = json::parse(status.body);
     EXPECT_EQ(doc.at("workers"), 2);
+    EXPECT_EQ(doc.at("test_section").at("k").at(0), 1) << status.body;
     EXPECT_EQ(doc.at("io_backend"), std::string(tern::io::to_string(tern::io::current_backend())));
     EXPECT_GE(doc.at("fibers_alive").get<double>(), 3.0);
     ASSERT_EQ(doc.at("fibers_alive_per_worker").size(), 2u);
