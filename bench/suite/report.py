@@ -42,7 +42,8 @@ def ratio(a, b):
 
 
 # The figure by which a comparison table picks each server's median round.
-ROUND_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s"}
+ROUND_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s",
+                "hook-redis": "rps", "hook-pingpong": "mb_per_s", "hook-rpc": "tps"}
 
 
 def round_key(run):
@@ -143,6 +144,17 @@ class Report:
         return " / ".join(ratio(*tern_and_best_peer(by_round[number])).rstrip("×")
                           for number in sorted(by_round))
 
+    def pair_round_ratios(self, group, first, second, figure):
+        """Per round of comparison `group`, `first`'s figure over `second`'s, as "1.21 / 1.35"
+        (empty when the comparison ran once)."""
+        by_round = defaultdict(dict)
+        for r in self.all_runs:
+            suite = r.get("suite", {})
+            if suite.get("group") == group and suite.get("rounds", 1) > 1:
+                by_round[suite.get("round")][server_of(r)] = fig(r, figure)
+        return " / ".join(ratio(by_round[n].get(first), by_round[n].get(second)).rstrip("×")
+                          for n in sorted(by_round))
+
     def client_backends(self):
         """Which I/O backend tern-bench's clients ran on, from the runs' params: `auto` (the
         machine's choice) in the tables whose client does not follow the server's backend."""
@@ -201,7 +213,7 @@ class Report:
         self.write(text)
         rounds = max((r["suite"].get("rounds", 1) for r in self.all_runs), default=1)
         if rounds > 1:
-            self.write(f"\nTables 000, 001, 003 and 004 ran every comparison {rounds} times: "
+            self.write(f"\nTables 000, 001, 003, 004 and hooks ran every comparison {rounds} times: "
                        "each round runs every server once, starting one server later than the "
                        "round before. They show each server's median round (by pkg/s, TPS, MB/s "
                        "or sessions/s; its other columns come from that same round); the raw "
@@ -443,6 +455,119 @@ class Report:
                 header += ["TPS ÷ best peer", "p99 ÷ best peer"]
             self.write(table(header, rows))
 
+    def hooks(self):
+        redis, micro = self.by_table("hook-redis"), self.by_table("hook-micro")
+        own = self.by_table("hook-pingpong") + self.by_table("hook-rpc")
+        if not (redis or micro or own):
+            return
+        self.write("## Hooks: blocking client libraries in fibers (tern::hook)\n")
+        self.write("What docs/hooks.md promises, measured: hiredis's synchronous client in tern "
+                   "fibers through tern::hook against the same code on a thread per connection "
+                   "and against redis-benchmark; what the replaced `read` adds; and that linking "
+                   "tern::hook costs tern's own sockets nothing.\n")
+        if redis:
+            self.hooks_redis(redis)
+        if micro:
+            self.hooks_micro(micro)
+        if own:
+            self.hooks_own_io(own)
+
+    def hooks_redis(self, runs):
+        requests = max((r.get("params", {}).get("requests") or 0 for r in runs), default=0)
+        self.write(f"**a. hiredis against redis-server** ({requests // 2:,} SETs and as many GETs "
+                   "of 64-byte values per run, no pipelining, a fresh redis-server on a free "
+                   "loopback port for every run). `redis-benchmark -c C -n N -t set,get -d 64` "
+                   "(hiredis's async API on its own event loop); `fibers`: redis_bench "
+                   "(bench/hook/redis_bench.cc), one tern fiber per connection on tern's default "
+                   "workers, hiredis's synchronous API parked by tern::hook; `threads`: the same "
+                   "code on a thread per connection. requests/s over both commands; latency per "
+                   "request in µs; CPU in % of one CPU (machine: of all CPUs). After every run "
+                   "redis-server's own command counts must show the N SETs and N GETs. tern's "
+                   "targets at 500 connections: fibers ≥ 0.9× redis-benchmark and ≥ 1.5× thread "
+                   "per connection.\n")
+        names = {"redis-benchmark": "redis-benchmark", "fibers": "fibers (tern::hook)",
+                 "threads": "thread per connection"}
+        cells = defaultdict(dict)
+        for r in runs:
+            cells[r.get("params", {}).get("clients")][server_of(r)] = r
+        rounds = ran_in_rounds(runs)
+        rows = []
+        for clients in sorted(k for k in cells if k is not None):
+            here = cells[clients]
+            for client in ("redis-benchmark", "fibers", "threads"):
+                r = here.get(client)
+                if r is None:
+                    continue
+                row = [f"{clients:,}", names[client], fmt(fig(r, "rps")) + mark(r),
+                       fmt(fig(r, "set_p50_us")), fmt(fig(r, "set_p99_us")),
+                       fmt(fig(r, "get_p50_us")), fmt(fig(r, "get_p99_us")),
+                       fmt(r.get("server_cpu_pct")), fmt(r.get("client_cpu_pct")),
+                       fmt(fig(r, "machine_busy_pct"))]
+                fibers = client == "fibers"
+                row += [ratio(fig(r, "rps"), fig(here.get("redis-benchmark", {}), "rps"))
+                        if fibers else "",
+                        ratio(fig(r, "rps"), fig(here.get("threads", {}), "rps"))
+                        if fibers else ""]
+                if rounds:
+                    group = r["suite"].get("group")
+                    row.append("" if not fibers else
+                               self.pair_round_ratios(group, "fibers", "redis-benchmark", "rps")
+                               + "; " +
+                               self.pair_round_ratios(group, "fibers", "threads", "rps"))
+                rows.append(row)
+        self.write(table(["clients", "client", "requests/s", "SET p50", "SET p99", "GET p50",
+                          "GET p99", "redis-server CPU %", "client CPU %", "machine busy %",
+                          "÷ redis-benchmark", "÷ thread per connection"] +
+                         (["each round (÷ redis-benchmark; ÷ threads)"] if rounds else []),
+                         rows))
+        self.write("redis-server runs one thread: where its CPU column nears 100%, or the "
+                   "machine's busy column nears 100% with the clients sharing its CPUs, the "
+                   "server sets the pace for every client model alike and the ratios say little "
+                   "about the clients (docs/hooks.md, \"What it costs\").\n")
+
+    def hooks_micro(self, runs):
+        r = runs[-1]
+        self.write("**b. What the hook adds to a `read`** (bench/micro/hook_bench.cc: one byte "
+                   "from a loopback TCP socket that always has data; median CPU ns per read over "
+                   f"{r.get('params', {}).get('repetitions', '?')} repetitions). tern's target: "
+                   "≤ 30 ns over libc in a fiber.\n")
+        rows = [["plain thread (pass-through)", fmt(fig(r, "libc_thread_ns")),
+                 fmt(fig(r, "hooked_thread_ns")), fmt(fig(r, "thread_extra_ns")) + mark(r)],
+                ["fiber on a worker (cooperative path)", fmt(fig(r, "libc_fiber_ns")),
+                 fmt(fig(r, "hooked_fiber_ns")), fmt(fig(r, "fiber_extra_ns")) + mark(r)]]
+        self.write(table(["caller", "libc read ns", "replaced read ns", "extra ns"], rows))
+
+    def hooks_own_io(self, runs):
+        self.write("**c. tern's own I/O with tern::hook linked**: `tern-bench pingpong` (1 "
+                   "thread, 10 sessions, 16 KiB; MB/s) against tern-echo and `tern-bench rpc` "
+                   "(100 clients; calls/s) against tern-rpc-server, each built as it ships and "
+                   "again with tern::hook linked (`-hooked`, bench/hook/CMakeLists.txt). tern "
+                   "calls the kernel through its own table of originals, so the two should not "
+                   "differ beyond the machine's noise.\n")
+        rounds = ran_in_rounds(runs)
+        groups = defaultdict(dict)
+        for r in runs:
+            groups[r["suite"].get("group")][server_of(r)] = r
+        rows = []
+        for group in sorted(g for g in groups if g):
+            here = groups[group]
+            plain = next((s for s in here if not s.endswith("-hooked")), None)
+            hooked = f"{plain}-hooked"
+            if plain is None or hooked not in here:
+                continue
+            table_name = here[plain]["suite"]["table"]
+            figure = ROUND_FIGURE[table_name]
+            kind = "pingpong MB/s" if table_name == "hook-pingpong" else "RPC calls/s"
+            io = here[plain].get("params", {}).get("io", "?")
+            row = [kind, io, fmt(fig(here[plain], figure)) + mark(here[plain]),
+                   fmt(fig(here[hooked], figure)) + mark(here[hooked]),
+                   ratio(fig(here[hooked], figure), fig(here[plain], figure))]
+            if rounds:
+                row.append(self.pair_round_ratios(group, hooked, plain, figure))
+            rows.append(row)
+        self.write(table(["benchmark", "backend", "tern", "tern + tern::hook", "÷ tern"] +
+                         (["each round"] if rounds else []), rows))
+
     def problems(self):
         bad = [r for r in self.all_runs if r.get("suite", {}).get("problem")]
         if not bad:
@@ -477,6 +602,7 @@ class Report:
         self.log()
         self.pingpong()
         self.sessions()
+        self.hooks()
         self.problems()
         self.plots(plot_python, os.path.join(os.path.dirname(output_path), "plots"))
         return "\n".join(self.out) + "\n"

@@ -20,6 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import hooks  # noqa: E402
 import machine  # noqa: E402
 import servers  # noqa: E402
 import tables  # noqa: E402
@@ -45,7 +46,7 @@ def parse_args():
                         help="the whole matrix (about 90 minutes in three rounds; the quick "
                         "pass takes about 17)")
     parser.add_argument("--only", default="",
-                        help="comma-separated tables: switch,000,001,002,003,004")
+                        help="comma-separated tables: switch,000,001,002,003,004,hook")
     parser.add_argument("--seconds", type=float, default=None,
                         help="seconds per throughput cell (default: 3 quick, 5 full)")
     parser.add_argument("--quiet-wait", type=float, default=10.0,
@@ -187,6 +188,35 @@ class Suite:
             self.failures.append(f"{describe_cell(cell)}: {problem}")
         return runs
 
+    def run_hook_cell(self, cell):
+        """Runs a hooks-table cell that is not a tern-bench run (hooks.py); returns its runs."""
+        quiet = machine.wait_until_quiet(self.args.quiet_wait)
+        busy0, _ = machine.busy_and_total_ticks()
+        children0 = children_ticks()
+        started = time.monotonic()
+        try:
+            if cell["kind"] == "redis":
+                run = hooks.run_redis_cell(self.build, cell, children_ticks)
+            else:
+                run = hooks.run_micro_cell(self.build, cell)
+        except RuntimeError as error:
+            run = {"mode": cell["mode"], "target": cell.get("client", cell["mode"]),
+                   "verified": False, "figures": {}, "problem": str(error), "command": ""}
+        elapsed = max(time.monotonic() - started, 1e-9)
+        busy1, _ = machine.busy_and_total_ticks()
+        # The client and redis-server are this process's children, reaped by now.
+        other_pct = max(0.0, (busy1 - busy0) - (children_ticks() - children0)) / elapsed / (
+            machine.CLOCK_TICKS) * 100.0
+        problem = run.pop("problem")
+        run["suite"] = {
+            "table": cell["table"], "server": None, "placement": "not pinned", "before": quiet,
+            "other_cpu_pct": round(other_pct, 1), "command": run.pop("command"),
+            "label": cell.get("label", ""), "problem": problem, "group": cell.get("group"),
+            "round": cell.get("round", 1), "rounds": cell.get("rounds", 1)}
+        if problem:
+            self.failures.append(f"{describe_cell(cell)}: {problem}")
+        return [run]
+
     def run(self, cells):
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         os.makedirs(self.args.results, exist_ok=True)
@@ -197,6 +227,10 @@ class Suite:
         info["rounds"] = self.args.rounds
         result = {"machine": info, "peers": self.catalog.versions,
                   "skipped": self.catalog.skipped, "runs": []}
+        for kind in sorted({c["kind"] for c in cells if c.get("kind")}):
+            reason = hooks.missing(self.build, kind)
+            if reason:
+                self.catalog.skipped[f"hooks ({kind})"] = reason
         for name, reason in self.catalog.skipped.items():
             print(f"suite: skip {name}: {reason}", flush=True)
         print(f"suite: {len(cells)} cells on {info['cpu']}, {info['cpus_usable']} CPUs, "
@@ -204,8 +238,10 @@ class Suite:
         for index, cell in enumerate(cells, 1):
             if cell.get("server") and cell["server"] in self.catalog.skipped:
                 continue
+            if cell.get("kind") and f"hooks ({cell['kind']})" in self.catalog.skipped:
+                continue
             started = time.monotonic()
-            runs = self.run_cell(cell)
+            runs = self.run_hook_cell(cell) if cell.get("kind") else self.run_cell(cell)
             result["runs"].extend(runs)
             with open(path, "w") as f:
                 json.dump(result, f, indent=1)
@@ -220,7 +256,7 @@ def summarize(run):
     """One short line for a run record."""
     figures = run.get("figures", {})
     keys = ["mb_per_s", "pkg_per_s", "sessions_per_s", "mib_per_s", "ns_per_switch",
-            "calls_per_s", "tps", "p99_us"]
+            "calls_per_s", "tps", "rps", "fiber_extra_ns", "p99_us"]
     parts = [f"{k}={figures[k]:.6g}" for k in keys if isinstance(figures.get(k), (int, float))]
     if not run.get("verified", False):
         parts.append("NOT VERIFIED")

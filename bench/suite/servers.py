@@ -12,9 +12,11 @@ import machine
 
 START_LINE = re.compile(r"listening on (\S+):(\d+)")
 
-# tern's servers by name, with the I/O backend each runs: the headline ones and the labelled
-# variant that polls when idle (run.py gives it --idle-poll).
-TERN_BACKENDS = {"tern": "epoll", "tern-uring": "uring", "tern-idle-poll": "epoll"}
+# tern's servers by name, with the I/O backend each runs: the headline ones, the labelled variant
+# that polls when idle (run.py gives it --idle-poll), and the builds with tern::hook linked (the
+# hooks table: bench/hook/CMakeLists.txt).
+TERN_BACKENDS = {"tern": "epoll", "tern-uring": "uring", "tern-idle-poll": "epoll",
+                 "tern-hooked": "epoll", "tern-uring-hooked": "uring"}
 
 
 class Catalog:
@@ -26,6 +28,8 @@ class Catalog:
             "tern": os.path.join(build_dir, "tools", "tern-echo"),
             "tern-uring": os.path.join(build_dir, "tools", "tern-echo"),
             "tern-idle-poll": os.path.join(build_dir, "tools", "tern-echo"),
+            "tern-hooked": os.path.join(build_dir, "bench", "hook", "tern-echo-hooked"),
+            "tern-uring-hooked": os.path.join(build_dir, "bench", "hook", "tern-echo-hooked"),
             "asio": os.path.join(build_dir, "bench", "asio_echo"),
             "otechod": os.path.join(build_dir, "bench", "otechod"),
             "mtserver": os.path.join(build_dir, "bench", "mtserver"),
@@ -39,6 +43,9 @@ class Catalog:
             "tern": os.path.join(build_dir, "tools", "tern-rpc-server"),
             "tern-uring": os.path.join(build_dir, "tools", "tern-rpc-server"),
             "tern-idle-poll": os.path.join(build_dir, "tools", "tern-rpc-server"),
+            "tern-hooked": os.path.join(build_dir, "bench", "hook", "tern-rpc-server-hooked"),
+            "tern-uring-hooked": os.path.join(build_dir, "bench", "hook",
+                                              "tern-rpc-server-hooked"),
             "grpc-sync": os.path.join(build_dir, "bench", "grpc_rpc_server"),
             "grpc-callback": os.path.join(build_dir, "bench", "grpc_rpc_server"),
             "rpcx": os.path.join(peers, "rpcx_rpc_server"),
@@ -56,6 +63,9 @@ class Catalog:
             if not os.access(path, os.X_OK):
                 reason = self.versions.get(name, {}).get("skip_reason") or f"{path} was not built"
                 self.skipped[name] = reason
+        for name in ("tern-hooked", "tern-uring-hooked"):
+            if not os.access(self.rpc_servers[name], os.X_OK):
+                self.skipped.setdefault(name, f"{self.rpc_servers[name]} was not built")
         for name, client in self.rpc_clients.items():
             missing = [p for p in (self.rpc_servers[name], client) if not os.access(p, os.X_OK)]
             if missing:

@@ -6,6 +6,7 @@ report's tables built from rounds and the names they give the benchmark reports.
     python3 -m unittest bench/suite/suite_test.py
 """
 
+import json
 import os
 import sys
 import tempfile
@@ -13,6 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import hooks  # noqa: E402
 import report  # noqa: E402
 import run  # noqa: E402
 import tables  # noqa: E402
@@ -28,6 +30,19 @@ def pingpong_run(server, mb_per_s, round_number, rounds=3, verified=True, sessio
                   "round": round_number, "rounds": rounds, "placement": "not pinned",
                   "other_cpu_pct": 0.0, "command": f"tern-bench pingpong vs {server}",
                   "problem": None if verified else "exit status 1"},
+    }
+
+
+def redis_run(client, rps, round_number, clients=500):
+    return {
+        "mode": "redis", "target": client, "verified": True,
+        "params": {"clients": clients, "requests": 100, "model": client},
+        "figures": {"rps": rps, "set_p50_us": 10.0, "set_p99_us": 20.0, "get_p50_us": 11.0,
+                    "get_p99_us": 21.0, "machine_busy_pct": 90.0},
+        "server_cpu_pct": 60.0, "client_cpu_pct": 70.0,
+        "suite": {"table": "hook-redis", "server": None, "group": f"hook redis {clients} clients",
+                  "round": round_number, "rounds": 3, "placement": "not pinned",
+                  "other_cpu_pct": 0.0, "command": f"redis {client}", "problem": None},
     }
 
 
@@ -88,6 +103,56 @@ class IdlePollTest(unittest.TestCase):
         self.assertEqual(report.tern_and_best_peer(
             {"tern": 100, "tern-idle-poll": 500, "asio": 200}), (100, 200))
         self.assertEqual(report.tern_and_best_peer({"tern-idle-poll": 500}), (None, None))
+
+
+class HooksTest(unittest.TestCase):
+    def test_redis_benchmark_csv_gives_the_rate_over_both_tests_and_each_tests_latency(self):
+        text = ('"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",'
+                '"p95_latency_ms","p99_latency_ms","max_latency_ms"\n'
+                '"SET","50000.00","0.500","0.100","0.450","0.900","1.200","3.000"\n'
+                '"GET","25000.00","0.600","0.100","0.550","1.000","1.500","4.000"\n')
+        figures = hooks.parse_redis_benchmark_csv(text, 100_000)
+        # 100,000 SETs in 2 s and 100,000 GETs in 4 s: 200,000 requests in 6 s.
+        self.assertAlmostEqual(figures["rps"], 200_000 / 6)
+        self.assertEqual(figures["set_p50_us"], 450.0)
+        self.assertEqual(figures["get_p99_us"], 1500.0)
+        self.assertIsNone(hooks.parse_redis_benchmark_csv(text.rsplit("\n", 2)[0], 100_000))
+
+    def test_hook_bench_json_gives_the_extra_cost_of_the_replaced_read(self):
+        def bench(name, aggregate, cpu):
+            return {"name": f"{name}_{aggregate}", "run_name": name, "aggregate_name": aggregate,
+                    "cpu_time": cpu}
+        results = {"benchmarks": [
+            bench("BM_ReadLibcDirect", "mean", 999), bench("BM_ReadLibcDirect", "median", 300),
+            bench("BM_ReadHookedPlainThread", "median", 305),
+            bench("BM_ReadLibcDirectInFiber", "median", 290),
+            bench("BM_ReadHookedInFiber", "median", 310)]}
+        figures = hooks.parse_hook_bench_json(json.dumps(results))
+        self.assertEqual(figures["thread_extra_ns"], 5)
+        self.assertEqual(figures["fiber_extra_ns"], 20)
+        results["benchmarks"][-1]["error_occurred"] = True
+        self.assertIsNone(hooks.parse_hook_bench_json(json.dumps(results)))
+
+    def test_the_hooks_table_has_its_parts_and_no_idle_polling(self):
+        cells = tables.hook_cells(3, False)
+        self.assertEqual({c["table"] for c in cells},
+                         {"hook-micro", "hook-redis", "hook-pingpong", "hook-rpc"})
+        redis = [(c["clients"], c["client"]) for c in cells if c["table"] == "hook-redis"]
+        self.assertEqual(sorted(redis), sorted(
+            (n, client) for n in (50, 500) for client in ("redis-benchmark", "fibers", "threads")))
+        for cell in cells:
+            self.assertEqual(run.idle_poll_args(cell["server"]), [])
+
+    def test_redis_rows_show_the_fibers_ratios_of_medians_and_of_each_round(self):
+        runs = [redis_run("redis-benchmark", 1000, 1), redis_run("fibers", 950, 1),
+                redis_run("threads", 500, 1), redis_run("fibers", 1100, 2),
+                redis_run("threads", 600, 2), redis_run("redis-benchmark", 1100, 2),
+                redis_run("threads", 700, 3), redis_run("redis-benchmark", 900, 3),
+                redis_run("fibers", 1000, 3)]
+        text = ReportTest.render(self, runs)
+        self.assertIn("## Hooks: blocking client libraries in fibers (tern::hook)", text)
+        self.assertIn("| 500 | fibers (tern::hook) | 1,000 | 10 | 20 | 11 | 21 | 60 | 70 | 90 | "
+                      "1.00× | 1.67× | 0.95 / 1.00 / 1.11; 1.90 / 1.83 / 1.43 |", text)
 
 
 class MedianRoundsTest(unittest.TestCase):

@@ -2,7 +2,11 @@
 the quick pass and the full matrix.
 
 A cell is a dict:
-  table           report id: "000", "001", "002-ttcp", "002-log", "003", "004", "switch"
+  table           report id: "000", "001", "002-ttcp", "002-log", "003", "004", "switch", or
+                  the hooks table's parts: "hook-micro", "hook-redis", "hook-pingpong", "hook-rpc"
+  kind            hooks table only: "redis" or "micro", cells run by bench/suite/hooks.py rather
+                  than tern-bench (client: the redis client model, clients, requests;
+                  repetitions)
   server          server name (servers.Catalog) or None for in-process runs
   server_threads  threads of the server
   server_mode     tern-echo's --mode for this cell (peers echo whatever comes)
@@ -153,6 +157,38 @@ def rpc_cells(total):
     return cells
 
 
+def hook_cells(seconds, full):
+    """The hooks table (tern::hook, docs/hooks.md): the hook micro benchmark; at 50 and 500
+    connections, N SETs and N GETs of 64-byte values against redis-server from redis-benchmark,
+    redis_bench's fibers through tern::hook and its thread per connection; and pingpong and RPC
+    against tern-echo and tern-rpc-server built with and without tern::hook linked."""
+    requests = 200_000 if full else 50_000
+    cells = [{"table": "hook-micro", "kind": "micro", "mode": "hook_bench", "server": None,
+              "args": [], "repetitions": 12 if full else 5,
+              "min_time": 0.2 if full else 0.1}]
+    for clients in (50, 500):
+        for client in ("redis-benchmark", "fibers", "threads"):
+            cells.append({"table": "hook-redis", "kind": "redis", "mode": "redis",
+                          "group": f"hook redis {clients} clients", "server": None,
+                          "client": client, "clients": clients, "requests": requests,
+                          "args": ["-c", str(clients), "-n", str(requests), client]})
+    backends = [("tern", "epoll"), ("tern-uring", "uring")] if full else [("tern", "epoll")]
+    for plain, io in backends:
+        for server in (plain, f"{plain}-hooked"):
+            cells.append({
+                "table": "hook-pingpong", "group": f"hook pingpong {io}", "mode": "pingpong",
+                "server": server, "server_threads": 1, "server_mode": "echo", "buf": 16384,
+                "client_threads": 1,
+                "args": ["--threads", "1", "--block", "16384", "--sessions", "10", "--duration",
+                         str(seconds), "--io", io]})
+        for server in (plain, f"{plain}-hooked"):
+            cells.append({
+                "table": "hook-rpc", "group": f"hook rpc {io}", "mode": "rpc", "server": server,
+                "server_threads": 1, "server_mode": "rpc", "client_threads": 1,
+                "args": ["-c", "100", "-n", str(requests * 2), "--workers", "1", "--io", io]})
+    return cells
+
+
 def all_cells(full, seconds, only=None):
     """Every cell of the pass, in the order they run."""
     tables = {
@@ -163,6 +199,7 @@ def all_cells(full, seconds, only=None):
         "002-log": log_cells(1_000_000),
         "003": pingpong_cells(seconds, full),
         "004": sessions_cells(50_000 if full else 20_000, full),
+        "hook": hook_cells(seconds, full),
     }
     cells = []
     for name, table_cells in tables.items():
