@@ -1,0 +1,100 @@
+// ClusterTest: the network, client host and servers the scenarios share.
+#include "cluster_fixture.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "tern/fiber/runtime.h"
+#include "tern/io/backend.h"
+
+namespace cluster_test {
+
+using namespace std::chrono_literals;
+
+std::string backend() {
+  const char* io = std::getenv("TERN_IO");
+  return io != nullptr ? io : "auto";
+}
+
+void ClusterTest::SetUp() {
+  static const std::string unavailable = netns_unavailable();
+  if (!unavailable.empty()) GTEST_SKIP() << "cluster tests skipped: " << unavailable;
+  std::string why;
+  network_ = Network::create(&why);
+  ASSERT_NE(network_, nullptr) << why;
+  client_ = network_->add_host("c1", 2, &why);
+  ASSERT_NE(client_, nullptr) << why;
+}
+
+void ClusterTest::TearDown() {
+  servers_.clear();
+  if (network_ != nullptr && HasFailure()) network_->keep_work_dir();
+  network_.reset();
+}
+
+void ClusterTest::start_servers(int count) {
+  for (int i = 0; i < count; ++i) {
+    std::string why;
+    const Host* host = network_->add_host("s" + std::to_string(i + 1), 11 + i, &why);
+    ASSERT_NE(host, nullptr) << why;
+    server_hosts_.push_back(host);
+    servers_.emplace_back();
+    ASSERT_TRUE(start_server(server_hosts_.size() - 1));
+  }
+}
+
+bool ClusterTest::start_server(std::size_t index) {
+  const Host& host = *server_hosts_.at(index);
+  const std::string log = network_->work_dir() + "/" + host.name + ".log";
+  auto& server = servers_.at(index);
+  server.reset();
+  server = std::make_unique<HostProcess>(
+      network_->in_host(host,
+                        {CLUSTER_SERVER_BINARY, "--name", host.name, "--listen",
+                         host.address + ":" + std::to_string(kServerPort), "--io", backend()}),
+      log);
+  // Each start appends to the log: look only past what earlier runs of this server wrote.
+  const std::size_t from = server->log().size();
+  const std::string ready = "cluster_server " + host.name + ": listening on";
+  if (!server->running() || !server->wait_for_output(ready, 20s, from)) {
+    ADD_FAILURE() << host.name << " did not start: " << server->log();
+    return false;
+  }
+  return true;
+}
+
+std::string ClusterTest::server_targets() const {
+  std::string targets;
+  for (const Host* host : server_hosts_) {
+    targets += (targets.empty() ? "" : ",") + host->address + ":" + std::to_string(kServerPort);
+  }
+  return targets;
+}
+
+void ClusterTest::run_in_client(const std::function<void()>& body) {
+  const EnterHost inside(*client_);
+  ASSERT_TRUE(inside.entered()) << "cannot enter " << client_->netns;
+  const tern::Result<tern::io::BackendChoice> choice = tern::io::parse_backend(backend());
+  ASSERT_TRUE(choice.has_value());
+  tern::Runtime runtime({.workers = 1, .make_parker = tern::io::reactors(*choice)});
+  runtime.run(body);
+}
+
+tern::rpc::ChannelOptions ClusterTest::channel_options() {
+  tern::rpc::ChannelOptions options;
+  options.ping_interval = 100ms;
+  options.ping_timeout = 200ms;
+  options.reconnect.initial_backoff = 50ms;
+  options.reconnect.max_backoff = 200ms;
+  options.reconnect.attempt_timeout = 200ms;
+  options.max_retries = 2;
+  return options;
+}
+
+void ClusterTest::report_figure(const std::string& name, const std::string& value) {
+  std::printf("[cluster figure] %s (%s): %s\n", name.c_str(), backend().c_str(), value.c_str());
+  std::fflush(stdout);
+  RecordProperty(name, value);
+}
+
+}  // namespace cluster_test

@@ -1,0 +1,60 @@
+#pragma once
+
+// The fixture of the cluster scenarios (docs/cluster.md): a fresh network per test with a client
+// host (c1, 10.213.0.2) that the test's own tern::Runtime runs in, server hosts s1..sN
+// (10.213.0.11...) each running cluster_server on port 7000, and what the scenarios share. The
+// test skips with one line where namespaces cannot be made.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host_process.h"
+#include "netns.h"
+#include "tern/rpc/channel.h"
+
+namespace cluster_test {
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  static constexpr int kServerPort = 7000;
+
+  void SetUp() override;
+  void TearDown() override;
+
+  // Adds hosts s1..s<count> and starts cluster_server on each; fails the test when one does not
+  // start.
+  void start_servers(int count);
+  // Starts (or restarts) the server of server host `index` (0: s1) and waits for it to listen;
+  // false, with a test failure, if it does not. Plain threads (use tern::io::offload in fibers).
+  bool start_server(std::size_t index);
+  // "10.213.0.11:7000,10.213.0.12:7000,...": every server host's endpoint.
+  std::string server_targets() const;
+  // Runs `body` on worker 0 of a one-worker tern::Runtime whose threads live in the client host.
+  void run_in_client(const std::function<void()>& body);
+  // Channel options of the scenarios: pings every 100 ms, dropped after 200 ms of silence, and
+  // reconnects that back off at most 200 ms with 200 ms per attempt, so a dead or cut endpoint
+  // is noticed and a returning one found within a few hundred milliseconds.
+  static tern::rpc::ChannelOptions channel_options();
+  // Prints a measured figure ("[cluster figure] name: value") and records it in the test's XML.
+  void report_figure(const std::string& name, const std::string& value);
+
+  Network& network() { return *network_; }
+  const Host& client() const { return *client_; }
+
+  std::vector<const Host*> server_hosts_;
+  std::vector<std::unique_ptr<HostProcess>> servers_;
+
+ private:
+  std::unique_ptr<Network> network_;
+  const Host* client_ = nullptr;
+};
+
+// This run's I/O backend (TERN_IO), passed on to the programs the scenarios start.
+std::string backend();
+
+}  // namespace cluster_test

@@ -1,0 +1,194 @@
+// Failover across hosts (docs/cluster.md): three cluster_server hosts behind one rpc::Channel on
+// a client host, under load from caller fibers whose calls are idempotent. A server SIGKILLed, a
+// server host whose link is cut and restored, and a rolling restart of every server: no
+// idempotent call is lost, every call returns within its deadline, and the figures (time to the
+// first successful retry, to detect a cut link, to recover) are printed.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "cluster_fixture.h"
+#include "fmt/format.h"
+#include "probe_load.h"
+#include "tern/fiber/fiber.h"
+#include "tern/io/offload.h"
+#include "tern/rpc/channel.h"
+#include "test_scale.h"
+#include "wait_for_condition.h"
+
+namespace cluster_test {
+namespace {
+
+using namespace std::chrono_literals;
+using tern::Clock;
+using tern::deadline_after;
+
+constexpr std::chrono::milliseconds kCallTimeout = 2s;
+// How late past its deadline a call may return: a correctness bound, not a speed test.
+constexpr std::chrono::milliseconds kLateMargin = 1s;
+// How long a scenario waits for a state it expects (a server answering again, ...).
+constexpr std::chrono::seconds kPatience = 15s;
+// Calls each surviving server must answer after a fault before the load stops.
+constexpr std::size_t kCallsAfterFault = 200;
+
+int callers() { return std::max(4, tern_test::scaled(16)); }
+
+class FailoverTest : public ClusterTest {
+ protected:
+  // Opens the channel to s1..s3, starts the load and waits until every server has answered.
+  // Returns false (with a failure) if that does not happen within kPatience.
+  bool start_load(tern::rpc::Channel& channel, ProbeLoad& load) {
+    const tern::rpc::Status connected = channel.wait_connected(deadline_after(kPatience));
+    EXPECT_TRUE(connected.ok()) << connected.to_string();
+    load.start();
+    const Clock::time_point from = Clock::now();
+    const bool all_answer = tern_test::wait_until_condition(
+        [&] {
+          return std::all_of(server_hosts_.begin(), server_hosts_.end(), [&](const Host* host) {
+            return load.served_by(host->name, from) > 0;
+          });
+        },
+        deadline_after(kPatience));
+    EXPECT_TRUE(all_answer) << "not every server answered: " << load.summary();
+    return connected.ok() && all_answer;
+  }
+
+  // Waits until each server but `down` answered kCallsAfterFault calls started after `from`.
+  bool others_keep_answering(const ProbeLoad& load, const std::string& down,
+                             Clock::time_point from) {
+    const bool answered = tern_test::wait_until_condition(
+        [&] {
+          return std::all_of(server_hosts_.begin(), server_hosts_.end(), [&](const Host* host) {
+            return host->name == down || load.served_by(host->name, from) >= kCallsAfterFault;
+          });
+        },
+        deadline_after(kPatience));
+    EXPECT_TRUE(answered) << "the other servers stopped answering: " << load.summary();
+    return answered;
+  }
+
+  // Every call returned by its deadline (plus a margin) and none failed.
+  void expect_no_call_lost(const ProbeLoad& load) {
+    EXPECT_EQ(load.failed(), 0u) << "idempotent calls lost: " << load.summary();
+    EXPECT_LE(load.longest(), kCallTimeout + kLateMargin) << load.summary();
+  }
+};
+
+// SIGKILL one server under load: the calls in flight on it fail over to the other two (they are
+// idempotent), none is lost, none hangs.
+TEST_F(FailoverTest, SigkilledServerLosesNoIdempotentCall) {
+  start_servers(3);
+  if (HasFatalFailure()) return;
+  run_in_client([&] {
+    tern::rpc::Result<tern::rpc::Channel> channel =
+        tern::rpc::Channel::open(server_targets(), channel_options());
+    ASSERT_TRUE(channel.has_value()) << channel.error().message();
+    ProbeLoad load(*channel, callers(), kCallTimeout);
+    if (!start_load(*channel, load)) return;
+
+    const Clock::time_point killed = Clock::now();
+    servers_[1]->signal(SIGKILL);
+    const bool kept_answering = others_keep_answering(load, "s2", killed);
+    load.stop();
+    channel->close();
+    if (!kept_answering) return;
+
+    expect_no_call_lost(load);
+    // Calls that were on s2 when it died and succeeded on another server: their first success.
+    const std::optional<Clock::time_point> retried = load.first_ok(killed - kCallTimeout, {}, 2);
+    const std::size_t after = load.calls().size();
+    report_figure("sigkill: first successful retry elsewhere",
+                  retried ? fmt::format("{:.1f} ms after the kill", ms_between(killed, *retried))
+                          : std::string("no call was in flight on the killed server"));
+    report_figure("sigkill: idempotent calls lost", fmt::format("{} of {}", load.failed(), after));
+  });
+}
+
+// Cut s3's link (`ip link set eth0 down` in its namespace: its packets stop, nobody gets a
+// reset): the channel notices through its pings, drops s3's connections and sends everything to
+// s1 and s2; once the link is back it reconnects and s3 answers again. No call is lost.
+TEST_F(FailoverTest, CutLinkIsDetectedAndRecovered) {
+  start_servers(3);
+  if (HasFatalFailure()) return;
+  const Host& cut_host = *server_hosts_[2];
+  run_in_client([&] {
+    tern::rpc::Result<tern::rpc::Channel> channel =
+        tern::rpc::Channel::open(server_targets(), channel_options());
+    ASSERT_TRUE(channel.has_value()) << channel.error().message();
+    ProbeLoad load(*channel, callers(), kCallTimeout);
+    if (!start_load(*channel, load)) return;
+
+    const std::uint64_t losses_before = channel->stats().connection_losses;
+    const std::size_t connections = channel_options().connections_per_endpoint;
+    const Clock::time_point cut = Clock::now();
+    ASSERT_TRUE(tern::io::offload([&] { return network().set_link(cut_host, false); }));
+    // Detected: both connections to s3 dropped for their missing pongs.
+    const bool detected = tern_test::wait_until_condition(
+        [&] { return channel->stats().connection_losses >= losses_before + connections; },
+        deadline_after(kPatience));
+    const Clock::time_point detected_at = Clock::now();
+    EXPECT_TRUE(detected) << "s3's connections were never dropped: " << load.summary();
+    const bool moved_away = detected && others_keep_answering(load, "s3", detected_at);
+
+    const Clock::time_point restored = Clock::now();
+    ASSERT_TRUE(tern::io::offload([&] { return network().set_link(cut_host, true); }));
+    const bool back = tern_test::wait_until_condition(
+        [&] { return load.served_by("s3", restored) > 0; }, deadline_after(kPatience));
+    load.stop();
+    channel->close();
+    EXPECT_TRUE(back) << "s3 never answered after its link came back: " << load.summary();
+    if (!moved_away || !back) return;
+
+    expect_no_call_lost(load);
+    EXPECT_EQ(load.served_by("s3", detected_at) - load.served_by("s3", restored), 0u)
+        << "s3 answered while its link was down";
+    report_figure("link cut: time to detect",
+                  fmt::format("{:.1f} ms", ms_between(cut, detected_at)));
+    report_figure("link cut: time to recover after the link is back",
+                  fmt::format("{:.1f} ms", ms_between(restored, *load.first_ok(restored, "s3"))));
+    report_figure("link cut: idempotent calls lost",
+                  fmt::format("{} of {}", load.failed(), load.calls().size()));
+  });
+}
+
+// Restart s1, s2, s3 one after the other (SIGTERM: goaway, calls in flight finish; then the same
+// address again), each once the previous one answers again: no call fails.
+TEST_F(FailoverTest, RollingRestartLosesNoIdempotentCall) {
+  start_servers(3);
+  if (HasFatalFailure()) return;
+  run_in_client([&] {
+    tern::rpc::Result<tern::rpc::Channel> channel =
+        tern::rpc::Channel::open(server_targets(), channel_options());
+    ASSERT_TRUE(channel.has_value()) << channel.error().message();
+    ProbeLoad load(*channel, callers(), kCallTimeout);
+    if (!start_load(*channel, load)) return;
+
+    double slowest_back = 0;
+    for (std::size_t i = 0; i < server_hosts_.size(); ++i) {
+      const std::string& name = server_hosts_[i]->name;
+      const int status = tern::io::offload([&] { return servers_[i]->terminate(10s); });
+      EXPECT_EQ(status, 0) << name << " did not stop gracefully";
+      const bool restarted = tern::io::offload([&] { return start_server(i); });
+      const Clock::time_point listening = Clock::now();
+      const bool back = restarted && tern_test::wait_until_condition(
+                                         [&] { return load.served_by(name, listening) > 0; },
+                                         deadline_after(kPatience));
+      EXPECT_TRUE(back) << name << " never answered after its restart: " << load.summary();
+      if (!back) break;
+      slowest_back = std::max(slowest_back, ms_between(listening, *load.first_ok(listening, name)));
+    }
+    load.stop();
+    channel->close();
+    expect_no_call_lost(load);
+    report_figure("rolling restart: idempotent calls failed",
+                  fmt::format("{} of {}", load.failed(), load.calls().size()));
+    report_figure("rolling restart: longest time from listening to answering",
+                  fmt::format("{:.1f} ms", slowest_back));
+  });
+}
+
+}  // namespace
+}  // namespace cluster_test
