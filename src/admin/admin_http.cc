@@ -58,12 +58,31 @@ bool check_request_line(std::string_view line, bool whole, RequestHead* head) no
   return true;
 }
 
-// Whether `line` (without its line end) is, or when !whole could become, a header line.
-bool check_header_line(std::string_view line, bool whole) noexcept {
+bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+std::string_view trim_blanks(std::string_view text) noexcept {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// Whether `line` (without its line end) is, or when !whole could become, a header line; when
+// whole, an Authorization header's value goes into `head`.
+bool check_header_line(std::string_view line, bool whole, RequestHead* head) noexcept {
   std::size_t i = 0;
   while (i < line.size() && is_token_char(line[i])) ++i;
   if (i == line.size()) return !whole;  // the name so far (a leading space is obs-fold: no)
-  return i > 0 && line[i] == ':';
+  if (i == 0 || line[i] != ':') return false;
+  if (whole && equals_ignoring_case(line.substr(0, i), "authorization"))
+    head->authorization = trim_blanks(line.substr(i + 1));
+  return true;
 }
 
 }  // namespace
@@ -88,8 +107,8 @@ HeadParse parse_request_head(std::string_view data, std::size_t max_head_bytes) 
       result.state = newline + 1 > max_head_bytes ? HeadState::too_large : HeadState::complete;
       return result;
     }
-    const bool valid =
-        first ? check_request_line(line, whole, &result.request) : check_header_line(line, whole);
+    const bool valid = first ? check_request_line(line, whole, &result.request)
+                             : check_header_line(line, whole, &result.request);
     if (!valid) {
       result.state = HeadState::malformed;
       return result;
@@ -102,12 +121,30 @@ HeadParse parse_request_head(std::string_view data, std::size_t max_head_bytes) 
   return result;
 }
 
+bool bearer_token_matches(std::string_view authorization, std::string_view token) noexcept {
+  constexpr std::string_view kScheme = "bearer";
+  if (token.empty() || authorization.size() <= kScheme.size() ||
+      !equals_ignoring_case(authorization.substr(0, kScheme.size()), kScheme) ||
+      (authorization[kScheme.size()] != ' ' && authorization[kScheme.size()] != '\t'))
+    return false;
+  const std::string_view presented = trim_blanks(authorization.substr(kScheme.size()));
+  // Every byte presented is compared (against the token's bytes, cycled), whatever matched
+  // before: the time says how long the presented token was, which its sender knows anyway.
+  unsigned difference = presented.size() == token.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < presented.size(); ++i)
+    difference |= static_cast<unsigned char>(presented[i]) ^
+                  static_cast<unsigned char>(token[i % token.size()]);
+  return difference == 0 && !presented.empty();
+}
+
 std::string_view reason_phrase(int status) noexcept {
   switch (status) {
     case 200:
       return "OK";
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
     case 404:
       return "Not Found";
     case 405:

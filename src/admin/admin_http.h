@@ -22,6 +22,9 @@ struct RequestHead {
   std::string_view target;  // as sent, query included
   std::string_view path;    // target without the query
   int minor_version = 1;    // HTTP/1.minor
+  // The value of the Authorization header without surrounding blanks (empty: none; the last
+  // one if the request repeats it).
+  std::string_view authorization;
 };
 
 struct HeadParse {
@@ -33,6 +36,11 @@ struct HeadParse {
 // become a valid head (control bytes, a bad request line or header line), so garbage is
 // answered before the read deadline. Lines may end in CRLF or LF. Any thread.
 HeadParse parse_request_head(std::string_view data, std::size_t max_head_bytes) noexcept;
+
+// Whether `authorization` (an Authorization header's value) is "Bearer <token>" with exactly
+// `token` (not empty). The time taken depends on the lengths only, never on where the two
+// differ. Any thread.
+bool bearer_token_matches(std::string_view authorization, std::string_view token) noexcept;
 
 // The standard reason phrase of an HTTP status code. Any thread.
 std::string_view reason_phrase(int status) noexcept;

@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -21,6 +23,7 @@
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
 #include "tern/log/log.h"
+#include "tern/log/peer_log.h"
 #include "tern/net/tcp_listener.h"
 #include "tern/prof/metrics.h"
 
@@ -46,15 +49,31 @@ void count_response(int status) {
       .add();
 }
 
+// An accepted connection served as plain HTTP.
+class PlainConnection final : public AdminConnection {
+ public:
+  explicit PlainConnection(TcpStream& stream) noexcept : stream_(stream) {}
+  Result<std::size_t> read(std::span<std::byte> buf, Deadline deadline) override {
+    return stream_.read(buf, deadline);
+  }
+  Result<void> write_all(std::span<const std::byte> buf, Deadline deadline) override {
+    return stream_.write_all(buf, deadline);
+  }
+  Result<void> shutdown(Deadline) override { return stream_.shutdown(SHUT_WR); }
+
+ private:
+  TcpStream& stream_;
+};
+
 // Writes the response, half-closes, and reads what the peer still sends until it closes (so
 // the close does not reset the connection before the peer has read the response).
-void respond_and_close(TcpStream& stream, const detail::AdminPage& page, bool head_only,
+void respond_and_close(AdminConnection& stream, const detail::AdminPage& page, bool head_only,
                        Deadline deadline) {
   const std::string response = detail::http_response(page.status, page.content_type, page.body,
                                                      head_only, page.extra_headers);
   count_response(page.status);
   if (!stream.write_all(std::as_bytes(std::span(response)), deadline)) return;
-  (void)stream.shutdown(SHUT_WR);
+  (void)stream.shutdown(deadline);
   const Deadline linger = std::min(deadline, deadline_after(1s));
   std::array<std::byte, 4096> sink;
   for (;;) {
@@ -78,16 +97,30 @@ bool is_loopback(const Address& address) {
   return address.is_unix();
 }
 
-// Reads one request head within `head_timeout` and answers it.
-void serve_connection(TcpStream& stream, const AdminOptions& options,
-                      std::chrono::milliseconds head_timeout) {
-  const Deadline deadline = deadline_after(head_timeout);
+// The 401 answer to a request without the token (or with another one).
+detail::AdminPage unauthorized_page(bool token_presented) {
+  detail::AdminPage page = detail::admin_error_page(401);
+  page.body = "401 Unauthorized: send the admin token as 'Authorization: Bearer <token>'\n";
+  page.extra_headers =
+      token_presented ? "WWW-Authenticate: Bearer realm=\"tern-admin\", error=\"invalid_token\"\r\n"
+                      : "WWW-Authenticate: Bearer realm=\"tern-admin\"\r\n";
+  return page;
+}
+
+// Reads one request head from `stream` by `deadline` and answers it.
+void serve_request(AdminConnection& stream, const AdminOptions& options, const std::string& token,
+                   Deadline deadline) {
   std::string received;
   std::array<std::byte, 4096> chunk;
   for (;;) {
     const detail::HeadParse parsed = detail::parse_request_head(received, options.max_head_bytes);
     switch (parsed.state) {
       case detail::HeadState::complete:
+        if (!token.empty() && !detail::bearer_token_matches(parsed.request.authorization, token)) {
+          respond_and_close(stream, unauthorized_page(!parsed.request.authorization.empty()), false,
+                            deadline_after(options.request_timeout));
+          return;
+        }
         respond_and_close(stream, detail::admin_page(parsed.request.method, parsed.request.path),
                           parsed.request.method == "HEAD", deadline_after(options.request_timeout));
         return;
@@ -104,11 +137,66 @@ void serve_connection(TcpStream& stream, const AdminOptions& options,
     if (!n) {
       if (n.error() == std::errc::timed_out)
         respond_and_close(stream, detail::admin_error_page(408), false, deadline_after(1s));
-      return;  // a reset, or the runtime is shutting down
+      return;  // a reset, a TLS error, or the runtime is shutting down
     }
     if (*n == 0) return;  // the peer left before finishing its request: nobody to answer
     received.append(reinterpret_cast<const char*>(chunk.data()), *n);
   }
+}
+
+// Runs the transport's handshake (if any) and the request, all within `head_timeout` of the
+// accept. A failed handshake is logged (rate limited) and counted.
+void serve_connection(TcpStream& stream, const AdminOptions& options, const std::string& token,
+                      std::chrono::milliseconds head_timeout) {
+  const Deadline deadline = deadline_after(head_timeout);
+  if (!options.transport.accept) {
+    PlainConnection plain(stream);
+    serve_request(plain, options, token, deadline);
+    return;
+  }
+  const Result<Address> peer = stream.peer_address();
+  Result<std::unique_ptr<AdminConnection>> wrapped =
+      options.transport.accept(std::move(stream), deadline);
+  if (!wrapped) {
+    if (wrapped.error() == std::errc::operation_canceled) return;  // stopping
+    prof::MetricsRegistry::global()
+        .counter("tern_admin_handshake_failures_total",
+                 "Admin connections closed before their request because the transport's "
+                 "handshake (TLS) failed or timed out")
+        .add();
+    TERN_PEER_LOG_WARN("admin endpoint: {} client {} refused: {}", options.transport.scheme,
+                       peer ? peer->to_string() : std::string("(unknown)"),
+                       wrapped.error().message());
+    return;
+  }
+  serve_request(**wrapped, options, token, deadline);
+}
+
+// The token `options` ask for: token, else token_file's content without surrounding blanks and
+// line ends (empty: none); an error names the file or what is wrong with the token.
+Result<std::string> resolve_token(const AdminOptions& options) {
+  std::string token = options.token;
+  if (token.empty() && !options.token_file.empty()) {
+    std::ifstream in(options.token_file, std::ios::binary);
+    if (!in)
+      return fail(with_explanation(std::make_error_code(std::errc::no_such_file_or_directory),
+                                   "admin token file " + options.token_file + ": cannot open it"));
+    token.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+    while (!token.empty() && blank(token.back())) token.pop_back();
+    std::size_t first = 0;
+    while (first < token.size() && blank(token[first])) ++first;
+    token.erase(0, first);
+    if (token.empty())
+      return fail(with_explanation(std::make_error_code(std::errc::invalid_argument),
+                                   "admin token file " + options.token_file + " is empty"));
+  }
+  for (char c : token) {
+    if (c <= 0x20 || c >= 0x7f)
+      return fail(with_explanation(std::make_error_code(std::errc::invalid_argument),
+                                   "admin token: only visible ASCII characters, no blanks"));
+  }
+  return token;
 }
 
 // Where runtimes started by the start hook serve their admin endpoint.
@@ -174,6 +262,7 @@ void serve_runtime_admin_hook(const RuntimeOptions& options) {
 
 struct AdminServer::State {
   AdminOptions options;
+  std::string token;  // empty: none asked
   TcpListener listener;
   WaitGroup fibers;  // the acceptor and every connection
   std::size_t open = 0;
@@ -189,19 +278,30 @@ AdminServer::~AdminServer() {
 }
 
 Result<Address> AdminServer::start(const Address& address) {
+  Result<std::string> token = resolve_token(options_);
+  if (!token) return fail(token.error());
   Result<TcpListener> listener = TcpListener::bind(address);
   if (!listener) return fail(listener.error());
   Result<Address> bound = listener->local_address();
   if (!bound) return fail(bound.error());
   if (!is_loopback(*bound)) {
+    const bool tls = static_cast<bool>(options_.transport.accept);
+    const char* protection =
+        tls ? (token->empty() ? "over TLS but without a token: anyone who completes a handshake "
+                                "can read /metrics and /status"
+                              : "over TLS and with a token")
+            : (token->empty() ? "with neither TLS nor a token: /metrics and /status are open to "
+                                "anyone who can connect"
+                              : "with a token but no TLS: the token crosses the network in clear "
+                                "text");
     TERN_LOG_WARN(
-        "admin endpoint on {} is reachable from other hosts, with no TLS or authentication: "
-        "/metrics and /status are open to anyone who can connect (bind 127.0.0.1 to keep it "
-        "local)",
-        bound->to_string());
+        "admin endpoint on {} ({}) is reachable from other hosts, {} (bind 127.0.0.1 to "
+        "keep it local)",
+        bound->to_string(), options_.transport.scheme, protection);
   }
   auto state = std::make_shared<State>();
   state->options = options_;
+  state->token = std::move(*token);
   state->listener = std::move(*listener);
   state->fibers.add();
   spawn(
@@ -229,7 +329,7 @@ Result<Address> AdminServer::start(const Address& address) {
           state->fibers.add();
           spawn(
               [state, head_timeout, s = std::move(*stream)]() mutable {
-                serve_connection(s, state->options, head_timeout);
+                serve_connection(s, state->options, state->token, head_timeout);
                 s.close();
                 --state->open;
                 state->slot_freed.set();

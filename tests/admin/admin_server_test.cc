@@ -163,6 +163,23 @@ TEST(AdminHttp, RejectsWhatCanNeverBeAHeadAtOnce) {
       HeadState::too_large);
 }
 
+TEST(AdminHttp, KeepsTheAuthorizationHeaderAndMatchesBearerTokens) {
+  using tern::admin::detail::bearer_token_matches;
+  using tern::admin::detail::parse_request_head;
+  const auto parsed = parse_request_head(
+      "GET / HTTP/1.1\r\nHost: x\r\nAUTHORIZATION: \t Bearer abc \r\nX: y\r\n\r\n", 8192);
+  ASSERT_EQ(parsed.state, tern::admin::detail::HeadState::complete);
+  EXPECT_EQ(parsed.request.authorization, "Bearer abc");
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\n\r\n", 8192).request.authorization, "");
+
+  EXPECT_TRUE(bearer_token_matches("Bearer abc", "abc"));
+  EXPECT_TRUE(bearer_token_matches("bearer   abc", "abc"));
+  for (std::string_view other : {"Bearer abd", "Bearer ab", "Bearer abcd", "Bearer", "Bearer ",
+                                 "Bearerabc", "Basic abc", "abc", "", "Bearer abcabc"})
+    EXPECT_FALSE(bearer_token_matches(other, "abc")) << other;
+  EXPECT_FALSE(bearer_token_matches("Bearer ", ""));  // no token set never matches
+}
+
 TEST(AdminHttp, ResponsesAreComplete) {
   const std::string r = tern::admin::detail::http_response(404, "text/plain", "Not Found\n");
   EXPECT_EQ(r,

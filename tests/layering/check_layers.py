@@ -33,7 +33,7 @@ LAYERS = {
     "io": {"fiber", "log", "prof", "base"},
     "net": {"io", "fiber", "log", "prof", "base"},
     "hook": {"io", "fiber", "log", "prof", "base"},
-    "admin": {"net", "io", "fiber", "log", "prof", "base"},
+    "admin": {"tls", "net", "io", "fiber", "log", "prof", "base"},
     "rpc": {"net", "io", "fiber", "log", "prof", "base"},
     "tls": {"net", "io", "fiber", "log", "prof", "base"},
 }

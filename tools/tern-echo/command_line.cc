@@ -35,6 +35,7 @@ std::optional<int> parse_command_line(int argc, char** argv, EchoOptions& option
                  "payloads are streamed through the read buffer, never held whole")
       ->capture_default_str();
   app.add_option("--admin", options.admin, tools::kAdminOptionHelp);
+  tools::add_admin_access_options(app, options.admin_access);
   app.add_option("--idle-poll", options.idle_poll, tools::kIdlePollOptionHelp);
   app.add_option("--idle-timeout", options.idle_timeout_ms,
                  "close a connection whose reads and writes make no progress for this many "

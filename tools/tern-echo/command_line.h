@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "../common/admin_option.h"
+
 // tern-echo's command line as given, before any check (config.h checks it). Main thread.
 namespace tern::echo {
 
@@ -21,7 +23,8 @@ struct EchoOptions {
   std::size_t max_connections = 0;
   double duration = 0;
   std::size_t max_payload = 64 << 20;
-  std::string admin;  // HOST:PORT of the admin endpoint (/metrics); empty: none
+  std::string admin;                     // HOST:PORT of the admin endpoint (/metrics); empty: none
+  tools::AdminAccessFlags admin_access;  // its TLS and token
   std::uint64_t idle_timeout_ms = 300'000;
   std::size_t min_progress = 64;  // bytes per progress interval (0: no check)
   std::uint64_t progress_interval_ms = 10'000;

@@ -65,6 +65,10 @@ std::optional<EchoConfig> validate_options(const EchoOptions& options, std::stri
   config.address = *address;
   if (why = tools::check_admin_option(options.admin, config.admin); !why.empty())
     return std::nullopt;
+  if (why = tools::check_admin_access(options.admin_access, config.admin.has_value(),
+                                      config.admin_options);
+      !why.empty())
+    return std::nullopt;
   if (why = tools::check_idle_poll_option(options.idle_poll, config.idle_poll); !why.empty())
     return std::nullopt;
   if (options.tls_cert.empty() != options.tls_key.empty()) {

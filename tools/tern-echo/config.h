@@ -6,6 +6,7 @@
 #include <string>
 
 #include "command_line.h"
+#include "tern/admin/admin_server.h"
 #include "tern/io/backend.h"
 #include "tern/net/address.h"
 #include "tern/net/tcp_server.h"
@@ -38,6 +39,7 @@ struct EchoConfig {
   double duration_s = 0;  // 0: until a signal
   std::size_t max_payload = 64 << 20;
   std::optional<net::Address> admin;
+  admin::AdminOptions admin_options;  // TLS and token of the admin endpoint
   std::chrono::milliseconds idle_timeout{300'000};
   std::size_t min_progress = 64;  // bytes per progress_interval (0: no check)
   std::chrono::milliseconds progress_interval{10'000};

@@ -44,7 +44,7 @@ int run_server(const EchoConfig& config) {
     std::fprintf(stderr, "tern-echo: %s\n", bound.error().message().c_str());  // names the address
     return 1;
   }
-  admin::AdminServer admin;
+  admin::AdminServer admin(config.admin_options);
   const std::optional<std::string> admin_text =
       tools::start_admin("tern-echo", admin, config.admin);
   if (!admin_text) {

@@ -38,7 +38,7 @@ int run_tls_server(const EchoConfig& config, const net::ServerOptions& options) 
     std::fprintf(stderr, "tern-echo: %s\n", bound.error().message().c_str());
     return 1;
   }
-  admin::AdminServer admin;
+  admin::AdminServer admin(config.admin_options);
   const std::optional<std::string> admin_text =
       tools::start_admin("tern-echo", admin, config.admin);
   if (!admin_text) {

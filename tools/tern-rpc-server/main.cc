@@ -27,8 +27,9 @@ struct Config {
   std::uint16_t port = 0;
   std::size_t threads = 0;
   std::string io = "auto";
-  std::string admin;      // HOST:PORT of the admin endpoint (/metrics); empty: none
-  std::string idle_poll;  // --idle-poll's text; empty: not given
+  std::string admin;  // HOST:PORT of the admin endpoint (/metrics); empty: none
+  tern::tools::AdminAccessFlags admin_access;  // its TLS and token
+  std::string idle_poll;                       // --idle-poll's text; empty: not given
   // Defaults that bound what idle or abandoned clients can hold: a connection costs
   // about 16 KiB even when idle, and a client's Channel pings every 5 s, so a live client is
   // never idle this long.
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"epoll", "uring", "auto"}))
       ->capture_default_str();
   app.add_option("--admin", config.admin, tern::tools::kAdminOptionHelp);
+  tern::tools::add_admin_access_options(app, config.admin_access);
   app.add_option("--idle-poll", config.idle_poll, tern::tools::kIdlePollOptionHelp);
   app.add_option("--max-connections", config.max_connections,
                  "connections open at once; more are accepted and closed at once (0: no limit)")
@@ -98,6 +100,13 @@ int main(int argc, char** argv) {
   }
   std::optional<tern::net::Address> admin_address;
   if (!tern::tools::parse_admin_option("tern-rpc-server", config.admin, admin_address)) return 2;
+  tern::admin::AdminOptions admin_options;
+  if (const std::string why = tern::tools::check_admin_access(
+          config.admin_access, admin_address.has_value(), admin_options);
+      !why.empty()) {
+    std::fprintf(stderr, "tern-rpc-server: %s\n", why.c_str());
+    return 2;
+  }
   std::optional<std::chrono::microseconds> idle_poll;
   if (!tern::tools::parse_idle_poll_option("tern-rpc-server", config.idle_poll, idle_poll))
     return 2;
@@ -126,7 +135,7 @@ int main(int argc, char** argv) {
                    bound.error().message().c_str());  // names the address
       return 1;
     }
-    tern::admin::AdminServer admin;
+    tern::admin::AdminServer admin(admin_options);
     const std::optional<std::string> admin_text =
         tern::tools::start_admin("tern-rpc-server", admin, admin_address);
     if (!admin_text) {

@@ -4,13 +4,15 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string>
 
+#include "tern/admin/admin_transport.h"
 #include "tern/base/result.h"
 #include "tern/net/address.h"
 
 namespace tern::admin {
 
-// Limits of the admin endpoint.
+// Limits, transport and access control of the admin endpoint.
 struct AdminOptions {
   // The whole request head must arrive within this time of the connection being accepted (a
   // peer that trickles bytes gets 408 and is closed).
@@ -25,6 +27,15 @@ struct AdminOptions {
   // so that slow sockets holding the other slots cannot also hold it for long.
   std::size_t max_connections = 32;
   std::chrono::milliseconds reserved_head_timeout{250};
+  // Plain HTTP by default; tls_transport(context) (<tern/admin/admin_tls.h>) serves HTTPS, with
+  // mutual TLS when the context requires client certificates.
+  AdminTransport transport;
+  // When not empty, every request must carry "Authorization: Bearer <token>"; others get 401
+  // with a WWW-Authenticate header. Visible ASCII, no blanks.
+  std::string token;
+  // A file holding the token (surrounding blanks and line ends ignored), read by start(); used
+  // when token is empty.
+  std::string token_file;
 };
 
 // The admin HTTP endpoint, served by fibers on the worker that starts it:
@@ -32,9 +43,10 @@ struct AdminOptions {
 //   GET /status   the runtime as JSON (workers, fibers, connections, I/O backend, uptime)
 //   GET /         a list of the pages
 // HEAD works as GET without the body. Unknown paths get 404, other methods 405, a malformed
-// request 400, an oversized head 431, a head that is not in by head_timeout 408. One request
-// per connection: every response says "Connection: close". Bound to an address other than
-// loopback, start() logs a warning (no TLS, no authentication). See docs/observability.md.
+// request 400, an oversized head 431, a head that is not in by head_timeout 408, and with a
+// token set, a request without it 401. One request per connection: every response says
+// "Connection: close". Bound to an address other than loopback, start() logs a warning, which
+// says so when neither TLS nor a token protects it. See docs/observability.md.
 // start() and stop() from a fiber on one worker; the server must be stopped before it is
 // destroyed (or be stopped by its runtime shutting down).
 class AdminServer {
@@ -46,7 +58,8 @@ class AdminServer {
   AdminServer& operator=(const AdminServer&) = delete;
 
   // Binds `address` (port 0: the kernel picks one), starts serving on the calling worker and
-  // returns the address bound. Worker fiber.
+  // returns the address bound; fails without binding when token_file cannot be read or the
+  // token is not valid. Worker fiber.
   [[nodiscard]] Result<net::Address> start(const net::Address& address);
   // Stops accepting and waits for the requests in progress (each ends within its
   // head_timeout and request_timeout). The worker that called start().
