@@ -29,13 +29,13 @@ struct AdminOptions {
   std::chrono::milliseconds reserved_head_timeout{250};
   // Plain HTTP by default; tls_transport(context) (<tern/admin/admin_tls.h>) serves HTTPS, with
   // mutual TLS when the context requires client certificates.
-  AdminTransport transport;
+  AdminTransport transport{};
   // When not empty, every request must carry "Authorization: Bearer <token>"; others get 401
   // with a WWW-Authenticate header. Visible ASCII, no blanks.
-  std::string token;
+  std::string token{};
   // A file holding the token (surrounding blanks and line ends ignored), read by start(); used
   // when token is empty.
-  std::string token_file;
+  std::string token_file{};
 };
 
 // The admin HTTP endpoint, served by fibers on the worker that starts it:

@@ -34,7 +34,7 @@ struct AdminTransport {
   // Wraps a connection just accepted (e.g. runs the TLS handshake), finishing by `deadline`;
   // an error closes that connection alone, logged and counted by the endpoint. Empty: plain
   // HTTP. Called on the connection's fiber.
-  std::function<Result<std::unique_ptr<AdminConnection>>(net::TcpStream, Deadline)> accept;
+  std::function<Result<std::unique_ptr<AdminConnection>>(net::TcpStream, Deadline)> accept{};
 };
 
 }  // namespace tern::admin
