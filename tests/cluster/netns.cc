@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 extern char** environ;
@@ -65,12 +66,20 @@ pid_t owner_of(const std::string& name) {
   return static_cast<pid_t>(pid);
 }
 
+// Whether process `pid` is still running (not gone, not a zombie waiting to be reaped).
+bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const std::size_t after_name = line.rfind(')');
+  return after_name == std::string::npos || line.compare(after_name, 3, ") Z") != 0;
+}
+
 // Removes the namespaces of runs whose process is gone (a run that crashed before its cleanup).
 void remove_leftovers() {
   for (const std::string& name : list_namespaces()) {
     const pid_t owner = owner_of(name);
-    if (owner == 0 || owner == ::getpid()) continue;
-    if (::kill(owner, 0) == 0 || errno != ESRCH) continue;  // that run is still going
+    if (owner == 0 || owner == ::getpid() || alive(owner)) continue;
     std::fprintf(stderr, "cluster harness: removing %s, left by a run that died\n", name.c_str());
     remove_namespace(name);
   }

@@ -12,7 +12,7 @@ namespace cluster_test {
 using namespace std::chrono_literals;
 
 ProbeLoad::ProbeLoad(tern::rpc::Channel& channel, int callers, std::chrono::milliseconds timeout)
-    : channel_(channel), client_(channel), callers_(callers), timeout_(timeout) {}
+    : client_(channel), callers_(callers), timeout_(timeout) {}
 
 ProbeLoad::~ProbeLoad() { stop(); }
 

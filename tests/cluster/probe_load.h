@@ -65,7 +65,6 @@ class ProbeLoad {
  private:
   void call_until_stopped(std::uint64_t caller);
 
-  tern::rpc::Channel& channel_;
   tern::cluster_test::ProbeClient client_;
   int callers_;
   std::chrono::milliseconds timeout_;
