@@ -6,10 +6,12 @@
 #include <algorithm>
 
 #include "client_connection.h"
+#include "cluster.h"
 #include "load_balancer.h"
 #include "protobuf_log.h"
 #include "tern/fiber/runtime.h"
 #include "tern/net/address.h"
+#include "tern/rpc/server_context.h"
 
 namespace tern::rpc {
 
@@ -58,6 +60,23 @@ Result<std::vector<net::Address>> addresses_of(std::string_view target) {
 }  // namespace
 
 Result<Channel> Channel::open(std::string_view targets, ChannelOptions options) {
+  std::vector<EndpointSpec> specs;
+  std::string_view rest = targets;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    std::string_view target = trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    if (target.empty()) continue;
+    specs.push_back({.address = std::string(target)});
+  }
+  if (specs.empty()) {
+    return std::unexpected(
+        Status(StatusCode::invalid_argument, fmt::format("no endpoint in '{}'", targets)));
+  }
+  return open(specs, std::move(options));
+}
+
+Result<Channel> Channel::open(std::span<const EndpointSpec> specs, ChannelOptions options) {
   if (Runtime::current() == nullptr) {
     TERN_FATAL(
         "tern::rpc::Channel::open called outside a tern::Runtime: call it from a fiber (inside "
@@ -69,14 +88,10 @@ Result<Channel> Channel::open(std::string_view targets, ChannelOptions options) 
   impl->limits.max_frame_size = options.max_frame_size;
   impl->limits.max_metadata_size = options.max_metadata_size;
   if (options.connections_per_endpoint == 0) options.connections_per_endpoint = 1;
+  impl->retry_budget = detail::RetryBudget(options.retry_budget);
   impl->options = std::move(options);
-  std::string_view rest = targets;
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    std::string_view target = trim(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    if (target.empty()) continue;
-    Result<std::vector<net::Address>> addresses = addresses_of(target);
+  for (const EndpointSpec& spec : specs) {
+    Result<std::vector<net::Address>> addresses = addresses_of(trim(spec.address));
     if (!addresses) return std::unexpected(addresses.error());
     for (const net::Address& address : *addresses) {
       const bool known = std::any_of(impl->endpoints.begin(), impl->endpoints.end(),
@@ -85,12 +100,14 @@ Result<Channel> Channel::open(std::string_view targets, ChannelOptions options) 
       auto endpoint = std::make_unique<detail::Endpoint>();
       endpoint->address = address;
       endpoint->name = address.to_string();
+      endpoint->weight = std::max<std::uint32_t>(spec.weight, 1);
+      endpoint->zone = spec.zone;
+      endpoint->metadata = spec.metadata;
       impl->endpoints.push_back(std::move(endpoint));
     }
   }
   if (impl->endpoints.empty()) {
-    return std::unexpected(
-        Status(StatusCode::invalid_argument, fmt::format("no endpoint in '{}'", targets)));
+    return std::unexpected(Status(StatusCode::invalid_argument, "no endpoint given"));
   }
   detail::build_ring(*impl);
   for (auto& endpoint : impl->endpoints) {
@@ -102,9 +119,11 @@ Result<Channel> Channel::open(std::string_view targets, ChannelOptions options) 
   impl->stats.endpoints = impl->endpoints.size();
   if (impl->endpoints.size() == 1 && impl->endpoints[0]->connections.size() == 1)
     impl->only_connection = impl->endpoints[0]->connections[0].get();
+  detail::register_channel(*impl);
   for (auto& endpoint : impl->endpoints) {
     for (auto& connection : endpoint->connections) connection->start();
   }
+  detail::start_health_checks(*impl);
   return Channel(std::move(impl));
 }
 
@@ -124,6 +143,8 @@ void Channel::close() {
   TERN_ASSERT(this_worker::index() == impl_->owner_worker,
               "rpc::Channel closed from another worker than the one that opened it");
   impl_->closing = true;
+  detail::unregister_channel(*impl_);
+  detail::stop_health_checks(*impl_);
   const Status closed(StatusCode::cancelled, "the channel was closed");
   for (auto& endpoint : impl_->endpoints) {
     for (auto& connection : endpoint->connections) connection->close(closed);
@@ -287,6 +308,42 @@ Status Channel::call(ClientContext& context, std::string_view service, std::stri
   return call_on(*impl_, context, service, method, request, reply);
 }
 
+namespace {
+
+// One request of a call in flight: the first, a retry or a hedge.
+struct Attempt {
+  detail::PendingCall call;
+  detail::ClientConnection* connection = nullptr;
+  Clock::time_point sent{};
+  std::unique_ptr<google::protobuf::MessageLite> own_reply;  // a hedge's, until it wins
+  bool ended = false;  // its endpoint has been told how it went
+};
+
+void end_attempt(Channel::Impl& impl, Attempt& attempt, detail::AttemptOutcome outcome) {
+  if (attempt.ended) return;
+  attempt.ended = true;
+  if (!attempt.call.finished) attempt.connection->forget(attempt.call);
+  detail::attempt_ended(impl, attempt.connection->endpoint(), attempt.sent, outcome);
+}
+
+// Sends `attempt` on `connection`; false when the connection closed first.
+bool send_attempt(Channel::Impl& impl, ClientContext& context, Attempt& attempt,
+                  detail::ClientConnection& connection, std::string_view service,
+                  std::string_view method, const google::protobuf::MessageLite& request,
+                  Deadline deadline) {
+  wire::Metadata& metadata = request_metadata();
+  fill_request_metadata(metadata, context, service, method, deadline);
+  if (!connection.send(&attempt.call, detail::FrameType::request, metadata, request,
+                       context.compression())) {
+    return false;
+  }
+  attempt.connection = &connection;
+  attempt.sent = detail::attempt_sent(impl, connection.endpoint());
+  return true;
+}
+
+}  // namespace
+
 Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view service,
                         std::string_view method, const google::protobuf::MessageLite& request,
                         google::protobuf::MessageLite& reply) {
@@ -294,11 +351,20 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
   context.reply_metadata_.clear();
   context.attempts_ = 0;
   const Deadline deadline = call_deadline(impl, context);
+  const bool cluster = impl.endpoints.size() > 1;
+  if (cluster) impl.retry_budget.on_call(Clock::now());
+  // A handler's call to another service is cancelled with the handler's own call.
+  ServerContext* parent = context.parent();
+  if (parent != nullptr) parent->add_downstream(context);
   std::vector<detail::Endpoint*> excluded;
   const unsigned attempts = 1 + (context.idempotent() ? impl.options.max_retries : 0);
+  const HedgingOptions& hedging = impl.options.hedging;
+  const bool hedged =
+      cluster && context.idempotent() && hedging.delay.count() > 0 && hedging.max_hedges > 0;
   Status status;
   for (unsigned attempt = 0; attempt < attempts; ++attempt) {
-    if (context.cancelled_) {
+    if (context.cancelled_ || (context.parent() != nullptr && context.parent()->cancelled())) {
+      context.cancelled_ = true;
       status = Status(StatusCode::cancelled, "the call was cancelled");
       break;
     }
@@ -306,13 +372,17 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
       status = Status(StatusCode::cancelled, "the channel was closed");
       break;
     }
-    detail::PendingCall call;
-    call.reply = &reply;
-    call.context = &context;
-    context.active_ = &call;  // context.cancel() reaches the call from here on
+    if (attempt > 0 && cluster && !impl.retry_budget.try_spend(Clock::now())) {
+      ++impl.stats.retries_throttled;
+      break;  // the last attempt's status stands
+    }
+    Attempt first;
+    first.call.reply = &reply;
+    first.call.context = &context;
+    context.active_ = &first.call;  // context.cancel() reaches the call from here on
     detail::ClientConnection* connection =
-        wait_for_connection(impl, context, excluded, deadline, call, status);
-    if (connection != nullptr && call.cancelled) {  // while it waited for the connection
+        wait_for_connection(impl, context, excluded, deadline, first.call, status);
+    if (connection != nullptr && first.call.cancelled) {  // while it waited for the connection
       connection = nullptr;
       status = Status(StatusCode::cancelled, "the call was cancelled");
     }
@@ -323,34 +393,107 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
     ++context.attempts_;
     if (attempt > 0) ++impl.stats.retries;
     context.peer_ = connection->endpoint().name;
-    wire::Metadata& metadata = request_metadata();
-    fill_request_metadata(metadata, context, service, method, deadline);
-    if (!connection->send(&call, detail::FrameType::request, metadata, request,
-                          context.compression())) {
+    if (!send_attempt(impl, context, first, *connection, service, method, request, deadline)) {
       context.active_ = nullptr;
       status = Status(StatusCode::unavailable, "the connection closed before the call was sent");
       excluded.push_back(&connection->endpoint());
       continue;
     }
+    // Waits for the first reply; a hedged call sends a backup each time `delay` passes without
+    // one, and all its requests wake `any`.
+    Event any;
+    std::vector<std::unique_ptr<Attempt>> backups;
+    if (hedged) first.call.also = &any;
+    Clock::time_point next_hedge = hedged ? Clock::now() + hedging.delay : Clock::time_point::max();
+    Attempt* winner = nullptr;
     bool interrupted = false;
-    while (!call.finished && !call.cancelled) {
-      tern::Result<void> woken = call.done.wait_until(deadline);
-      if (!woken) {
-        interrupted = woken.error() != std::errc::timed_out;
+    auto each = [&](auto&& body) {
+      body(first);
+      for (auto& backup : backups) body(*backup);
+    };
+    for (;;) {
+      if (hedged) any.reset();
+      // A request whose connection broke while another is still waiting does not end the call.
+      each([&](Attempt& a) {
+        if (winner != nullptr || a.ended || !a.call.finished) return;
+        bool others_waiting = false;
+        each([&](Attempt& b) { others_waiting = others_waiting || (&b != &a && !b.ended); });
+        if (a.call.transport_failure && others_waiting) {
+          excluded.push_back(&a.connection->endpoint());
+          end_attempt(impl, a, detail::AttemptOutcome::failure);
+          return;
+        }
+        winner = &a;
+      });
+      if (winner != nullptr || first.call.cancelled) break;
+      const bool may_hedge = hedged && backups.size() < hedging.max_hedges;
+      const Deadline wake = may_hedge ? std::min(deadline, next_hedge) : deadline;
+      tern::Result<void> woken = (hedged ? any : first.call.done).wait_until(wake);
+      if (woken) continue;
+      if (woken.error() != std::errc::timed_out) {
+        interrupted = true;
         break;
       }
+      if (!may_hedge || Clock::now() >= deadline) break;
+      // No reply within the hedging delay: the same call to another endpoint.
+      next_hedge = Clock::time_point::max();
+      if (!impl.retry_budget.try_spend(Clock::now())) {
+        ++impl.stats.retries_throttled;
+        continue;
+      }
+      std::vector<detail::Endpoint*> busy = excluded;
+      each([&](Attempt& a) { busy.push_back(&a.connection->endpoint()); });
+      detail::ClientConnection* other =
+          detail::pick_connection(impl, context.call_key_hash(), busy);
+      if (other == nullptr) continue;
+      auto backup = std::make_unique<Attempt>();
+      backup->call.context = &context;
+      backup->call.also = &any;
+      backup->own_reply.reset(reply.New());
+      backup->call.reply = backup->own_reply.get();
+      if (!send_attempt(impl, context, *backup, *other, service, method, request, deadline)) {
+        continue;
+      }
+      ++impl.stats.hedges;
+      ++context.attempts_;
+      backups.push_back(std::move(backup));
+      next_hedge = Clock::now() + hedging.delay;
     }
     context.active_ = nullptr;
-    if (call.finished) {
-      status = std::move(call.status);
-      if (status == StatusCode::unavailable && call.transport_failure) {
-        excluded.push_back(&connection->endpoint());
+    // The requests that lost (or all of them, at the deadline or on cancellation) are
+    // withdrawn; the server is told.
+    const bool gave_up = winner == nullptr && !first.call.cancelled && !interrupted;
+    each([&](Attempt& a) {
+      if (&a == winner) return;
+      if (a.call.finished && !a.ended) {
+        end_attempt(impl, a, detail::outcome_of(a.call.status));
+      } else {
+        end_attempt(impl, a,
+                    gave_up ? detail::AttemptOutcome::failure : detail::AttemptOutcome::abandoned);
+      }
+    });
+    if (winner != nullptr) {
+      status = std::move(winner->call.status);
+      end_attempt(impl, *winner,
+                  winner->call.transport_failure ? detail::AttemptOutcome::failure
+                                                 : detail::outcome_of(status));
+      if (winner != &first) {
+        ++impl.stats.hedge_wins;
+        context.peer_ = winner->connection->endpoint().name;
+        if (status.ok()) {
+          reply.Clear();
+          reply.CheckTypeAndMergeFrom(*winner->own_reply);
+        }
+      }
+      // A broken connection, or a server that answers unavailable (it is stopping or cannot
+      // serve): another endpoint may serve the call.
+      if (status == StatusCode::unavailable) {
+        excluded.push_back(&winner->connection->endpoint());
         continue;  // retried only while attempts remain (idempotent calls)
       }
       break;
     }
-    connection->forget(call);
-    if (call.cancelled || interrupted) {
+    if (first.call.cancelled || interrupted) {
       context.cancelled_ = true;
       status = Status(StatusCode::cancelled, "the call was cancelled");
     } else {
@@ -359,6 +502,7 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
     }
     break;
   }
+  if (parent != nullptr) parent->remove_downstream(context);
   if (!status.ok()) ++impl.stats.failed_calls;
   return status;
 }
@@ -410,12 +554,19 @@ ChannelStats Channel::stats() const {
   check_worker(impl_.get(), "stats");
   ChannelStats stats = impl_->stats;
   stats.connected = 0;
+  stats.ejected = detail::ejected_endpoints(*impl_);
   for (auto& endpoint : impl_->endpoints) {
+    if (!endpoint->healthy) ++stats.unhealthy;
     for (auto& connection : endpoint->connections) {
       if (connection->state() == detail::ClientConnection::State::ready) ++stats.connected;
     }
   }
   return stats;
+}
+
+std::vector<EndpointStatus> Channel::endpoint_status() const {
+  check_worker(impl_.get(), "endpoint_status");
+  return detail::endpoint_status(*impl_);
 }
 
 std::vector<std::string> Channel::endpoints() const {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 
+#include "cluster.h"
 #include "codec.h"
 #include "tern/log/log.h"
 #include "tern/log/peer_log.h"
@@ -59,6 +60,7 @@ void ClientConnection::set_state(State state) noexcept {
   state_ = state;
   channel_.state_changed.set();
   for (Event* waiter : channel_.ready_waiters) waiter->set();
+  publish_status(channel_);
 }
 
 std::chrono::milliseconds ClientConnection::jittered(std::chrono::milliseconds backoff) noexcept {
@@ -198,10 +200,43 @@ void ClientConnection::forget(PendingCall& call) {
   if (state_ == State::draining && pending_.empty()) shut_down();
 }
 
+bool ClientConnection::check(Deadline deadline, const std::string& service,
+                             const std::string& method) {
+  if (state_ != State::ready || !writer_) return false;
+  if (service.empty()) {
+    const std::uint64_t sent = ++pings_sent_;
+    append_frame(writer_->buffer(), FrameType::ping, sent, nullptr, {}, false);
+    writer_->wake();
+    while (last_pong_ < sent) {
+      pong_.reset();
+      if (!pong_.wait_until(deadline)) break;
+    }
+    return last_pong_ >= sent && pings_sent_ >= sent;
+  }
+  wire::Metadata metadata;
+  metadata.set_service(service);
+  metadata.set_method(method);
+  const auto left =
+      std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count();
+  metadata.set_timeout_us(left > 0 ? static_cast<std::uint64_t>(left) : 1);
+  PendingCall call;
+  if (!send(&call, FrameType::request, metadata, wire::MetadataEntry::default_instance(), false))
+    return false;
+  while (!call.finished) {
+    if (!call.done.wait_until(deadline)) break;
+  }
+  if (!call.finished) {
+    forget(call);
+    return false;
+  }
+  return call.status.ok();
+}
+
 void ClientConnection::finish(PendingCall& call, Status status) {
   call.status = std::move(status);
   call.finished = true;
   call.done.set();
+  if (call.also != nullptr) call.also->set();
 }
 
 void ClientConnection::fail_all(const Status& status) {
@@ -217,6 +252,7 @@ bool ClientConnection::handle(const RawFrame& frame) {
       return handle_response(frame);
     case FrameType::pong:
       last_pong_ = std::max(last_pong_, frame.header.call_id);
+      pong_.set();
       return true;
     case FrameType::ping:
       append_frame(writer_->buffer(), FrameType::pong, frame.header.call_id, nullptr, {}, false);

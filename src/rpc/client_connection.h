@@ -6,11 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "breaker.h"
 #include "frame.h"
 #include "frame_reader.h"
 #include "frame_writer.h"
 #include "metadata.pb.h"
 #include "pending_calls.h"
+#include "retry_budget.h"
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/wait_group.h"
@@ -34,6 +36,7 @@ struct PendingCall {
   bool finished = false;
   bool cancelled = false;
   bool transport_failure = false;  // the connection failed before a reply: safe to retry
+  Event* also = nullptr;  // set too when the call finishes (a hedged call waits on two calls)
 };
 
 // A server a channel talks to, with its pool of connections.
@@ -42,6 +45,19 @@ struct Endpoint {
   net::Address address;
   std::vector<std::unique_ptr<ClientConnection>> connections;
   std::size_t next = 0;  // round robin over the pool
+  std::uint32_t weight = 1;
+  std::string zone;
+  MetadataEntries metadata;
+  // Load and outcome of the calls sent to it (ChannelOptions::breaker, least_loaded).
+  std::uint32_t in_flight = 0;
+  double latency_ewma_ms = 0;
+  std::uint64_t calls = 0;
+  Breaker breaker;
+  // Active health checks (ChannelOptions::health_check).
+  bool healthy = true;
+  unsigned checks_failed = 0;  // in a row
+  unsigned checks_passed = 0;  // in a row
+  Fiber checker;
 
   // A connection ready for calls, or nullptr.
   ClientConnection* ready_connection() noexcept;
@@ -69,6 +85,10 @@ struct Channel::Impl {
   std::vector<Event*> ready_waiters;
   WaitGroup async_calls;
   ChannelStats stats;
+  detail::RetryBudget retry_budget;
+  std::uint64_t random = 0x9e3779b97f4a7c15ull;  // least_loaded's choice of two
+  std::uint64_t status_id = 0;                   // its number in /status (0: not listed)
+  Clock::time_point status_published{};
   bool closing = false;
   std::size_t owner_worker = 0;
 };
@@ -102,6 +122,9 @@ class ClientConnection {
             const google::protobuf::MessageLite& request, bool compress);
   // Stops waiting for call's reply (deadline or cancellation) and tells the server.
   void forget(PendingCall& call);
+  // A health check on this connection: a ping answered by a pong, or (with `service` set) a
+  // call of service/method with an empty request answered ok, before `deadline`.
+  bool check(Deadline deadline, const std::string& service, const std::string& method);
 
  private:
   void manage();
@@ -137,6 +160,7 @@ class ClientConnection {
   std::uint64_t next_id_ = 1;
   std::uint64_t pings_sent_ = 0;       // on the current connection
   std::uint64_t last_pong_ = 0;        // the highest ping id answered on it
+  Event pong_;                         // set on every pong (health checks wait on it)
   std::uint64_t frames_received_ = 0;  // on the current connection
   std::string last_error_;
   std::string dropped_because_;  // why this side dropped the current connection, if it did

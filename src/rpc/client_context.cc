@@ -1,5 +1,7 @@
 #include "tern/rpc/client_context.h"
 
+#include "tern/rpc/server_context.h"
+
 #include "client_connection.h"
 #include "load_balancer.h"
 #include "metadata_lookup.h"
@@ -17,7 +19,8 @@ ClientContext::ClientContext(const ClientContext& other)
       idempotent_(other.idempotent_),
       compress_(other.compress_),
       wait_for_ready_(other.wait_for_ready_),
-      cancelled_(other.cancelled_) {}
+      cancelled_(other.cancelled_),
+      parent_(other.parent_) {}
 
 ClientContext& ClientContext::operator=(const ClientContext& other) {
   if (this != &other) {
@@ -28,6 +31,7 @@ ClientContext& ClientContext::operator=(const ClientContext& other) {
     compress_ = other.compress_;
     wait_for_ready_ = other.wait_for_ready_;
     cancelled_ = other.cancelled_;
+    parent_ = other.parent_;
     active_ = nullptr;
     reply_metadata_.clear();
     peer_.clear();
@@ -45,7 +49,15 @@ void ClientContext::cancel() noexcept {
   if (active_ != nullptr) {
     active_->cancelled = true;
     active_->done.set();
+    if (active_->also != nullptr) active_->also->set();
   }
+}
+
+ClientContext ClientContext::from_server_context(ServerContext& server) {
+  ClientContext context;
+  context.deadline_ = server.deadline();
+  context.parent_ = &server;
+  return context;
 }
 
 }  // namespace tern::rpc

@@ -1,7 +1,10 @@
 #pragma once
 
-// Choosing a connection for a call: round robin over endpoints, or a consistent-hash ring keyed
-// by the call's key. Fibers of the channel's worker.
+// Choosing a connection for a call: round robin over endpoints, a consistent-hash ring keyed by
+// the call's key, the least loaded endpoint, or the least loaded of the client's zone first.
+// Endpoints failing their health checks or ejected by their breaker are skipped. Each endpoint's
+// weight, zone and metadata come from rpc::EndpointSpec (channel.h), which naming sources fill.
+// Fibers of the channel's worker.
 
 #include <cstdint>
 #include <optional>
@@ -19,8 +22,9 @@ std::uint64_t hash_key(std::string_view key) noexcept;
 // otherwise leaves the ring empty. The channel's creator, before its connections start.
 void build_ring(Channel::Impl& channel);
 
-// A ready connection for a call with this key (round robin without one), skipping the endpoints
-// in `excluded`; nullptr when none is ready.
+// A ready connection for a call with this key (consistent hash; round robin without one), by
+// ChannelOptions::load_balancing, skipping the endpoints in `excluded`; nullptr when none is
+// ready. Unhealthy endpoints are picked only when no healthy one can be.
 ClientConnection* pick_connection(Channel::Impl& channel, const std::optional<std::uint64_t>& key,
                                   std::span<Endpoint* const> excluded);
 

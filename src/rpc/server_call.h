@@ -37,7 +37,9 @@ class ServerCall final : public UnaryCall {
   void reply(const google::protobuf::MessageLite& message) override;
 
   // Marks the call cancelled by the client.
-  void cancel() noexcept { context_.cancelled_ = true; }
+  // Marks the call cancelled by the client (and the calls its handler makes with contexts
+  // from its ServerContext).
+  void cancel() noexcept { context_.cancel(); }
   std::uint64_t call_id() const noexcept { return start_.call_id; }
   std::size_t held_bytes() const noexcept { return start_.held_bytes; }
 

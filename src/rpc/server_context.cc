@@ -1,12 +1,24 @@
 // tern::rpc::ServerContext's out-of-line methods.
 #include "tern/rpc/server_context.h"
 
+#include <algorithm>
+
 #include "metadata_lookup.h"
 
 namespace tern::rpc {
 
 std::optional<std::string_view> ServerContext::metadata(std::string_view key) const noexcept {
   return detail::find_entry(metadata_, key);
+}
+
+void ServerContext::cancel() noexcept {
+  cancelled_ = true;
+  // ClientContext::cancel only marks and wakes its call, which leaves the list when it returns.
+  for (ClientContext* downstream : downstream_) downstream->cancel();
+}
+
+void ServerContext::remove_downstream(ClientContext& context) noexcept {
+  std::erase(downstream_, &context);
 }
 
 }  // namespace tern::rpc

@@ -28,6 +28,70 @@ namespace tern::rpc {
 enum class LoadBalancing {
   round_robin,      // each call to the next healthy endpoint
   consistent_hash,  // by ClientContext::set_call_key (round robin for calls without a key)
+  least_loaded,     // fewest calls in flight, weighed by latency and endpoint weight
+  locality,         // least_loaded within ChannelOptions::zone, spilling to other zones
+};
+
+// One server of a channel as a naming source describes it.
+struct EndpointSpec {
+  std::string address;       // "host:port", "dns://name:port" (every address) or "unix:/path"
+  std::uint32_t weight = 1;  // relative share for least_loaded, locality and consistent_hash
+  std::string zone;          // where the server runs, for LoadBalancing::locality ("": none)
+  MetadataEntries metadata;  // whatever else the naming source knows (shown in /status)
+};
+
+// Active health checks: every endpoint is checked at an interval, apart from its calls; one that
+// fails `unhealthy_after` checks in a row gets no calls until it passes `healthy_after` checks.
+struct HealthCheckOptions {
+  // Time between checks (0: no checks). Channels with one endpoint never check: there is no
+  // other endpoint to send calls to, and connection pings find a dead peer already.
+  std::chrono::milliseconds interval{2'000};
+  std::chrono::milliseconds timeout{1'000};  // a check with no answer within this fails
+  unsigned unhealthy_after = 3;
+  unsigned healthy_after = 1;
+  // The method a check calls with an empty request (a reply with status ok passes); empty: the
+  // check is a ping frame, which the server's connection answers without running a handler.
+  std::string service;
+  std::string method;
+};
+
+// Outlier ejection: a circuit breaker per endpoint. Closed, it opens after
+// `consecutive_failures` failed calls in a row, or when at least `min_calls` calls of one
+// `window` failed at `failure_ratio` or more. Open, the endpoint gets no calls for an ejection
+// time that starts at `base_ejection` and doubles with each ejection in a row (up to
+// `max_ejection`); then it is half-open and lets `half_open_probes` calls through at a time: one
+// that succeeds closes the breaker, one that fails opens it again. Failures are replies with
+// unavailable, deadline_exceeded, resource_exhausted, internal, unknown or data_loss and broken
+// connections; other statuses are the service's answers and count as successes.
+struct BreakerOptions {
+  bool enabled = true;
+  unsigned consecutive_failures = 5;
+  double failure_ratio = 0.5;
+  unsigned min_calls = 20;
+  std::chrono::milliseconds window{10'000};
+  std::chrono::milliseconds base_ejection{1'000};
+  std::chrono::milliseconds max_ejection{30'000};
+  unsigned half_open_probes = 1;
+  // At most this share of the endpoints is ejected at once, and never all of them: a breaker
+  // that would open beyond it stays closed.
+  unsigned max_ejection_percent = 50;
+};
+
+// The retry budget: retries and hedges of the channel may be at most `percent` % of its calls
+// over the last `window`, plus `min_per_second` per second of that window, so a failing cluster
+// is not hit by a storm of retries. A retry over budget is not made (the call returns its last
+// status; counted in ChannelStats::retries_throttled).
+struct RetryBudgetOptions {
+  unsigned percent = 20;
+  unsigned min_per_second = 10;
+  std::chrono::seconds window{10};
+};
+
+// Hedged (backup) requests for idempotent calls: when no reply came `delay` after the call was
+// sent, the same call goes to another endpoint; the first reply wins and the other is cancelled.
+struct HedgingOptions {
+  std::chrono::milliseconds delay{0};  // 0: no hedging
+  unsigned max_hedges = 1;             // backups per call
 };
 
 // How a Channel behaves; the defaults suit most clients.
@@ -43,8 +107,18 @@ struct ChannelOptions {
   std::chrono::milliseconds ping_timeout{5'000};
   // The deadline of calls whose context sets none (0: no deadline).
   std::chrono::nanoseconds default_timeout{0};
-  // How many other endpoints an idempotent call tries after its connection failed.
+  // How many other endpoints an idempotent call tries after its connection failed or the server
+  // answered unavailable.
   unsigned max_retries = 2;
+  // The zone this client runs in, for LoadBalancing::locality.
+  std::string zone;
+  // LoadBalancing::locality sends calls to other zones when every endpoint of the local zone has
+  // this many calls in flight (or none is usable).
+  std::uint32_t locality_spill_in_flight = 100;
+  HealthCheckOptions health_check{};
+  BreakerOptions breaker{};
+  RetryBudgetOptions retry_budget{};
+  HedgingOptions hedging{};
   // Frame and metadata limits for replies (docs/rpc-protocol.md).
   std::uint32_t max_frame_size = 64u << 20;
   std::uint32_t max_metadata_size = 64u << 10;
@@ -70,19 +144,43 @@ struct ChannelStats {
   std::uint64_t retries = 0;       // extra attempts of idempotent calls
   std::uint64_t connects = 0;      // connections established
   std::uint64_t connection_losses = 0;
-  std::uint64_t late_replies = 0;      // replies to calls that had already given up
-  std::uint64_t protocol_errors = 0;   // connections closed for a malformed frame
-  std::uint64_t frame_timeouts = 0;    // connections closed for a frame over frame_read_timeout
-  std::uint64_t dropped_pushes = 0;    // push frames dropped unread: no on_push handler
-  std::uint64_t oversized_pushes = 0;  // push frames dropped for a body over max_push_size
-  std::size_t connected = 0;           // connections ready now
+  std::uint64_t late_replies = 0;       // replies to calls that had already given up
+  std::uint64_t protocol_errors = 0;    // connections closed for a malformed frame
+  std::uint64_t frame_timeouts = 0;     // connections closed for a frame over frame_read_timeout
+  std::uint64_t dropped_pushes = 0;     // push frames dropped unread: no on_push handler
+  std::uint64_t oversized_pushes = 0;   // push frames dropped for a body over max_push_size
+  std::uint64_t retries_throttled = 0;  // retries and hedges not made: over the retry budget
+  std::uint64_t hedges = 0;             // backup requests sent
+  std::uint64_t hedge_wins = 0;         // calls answered by a backup request first
+  std::uint64_t ejections = 0;          // breakers opened
+  std::uint64_t health_checks = 0;      // checks made
+  std::uint64_t health_check_failures = 0;
+  std::size_t unhealthy = 0;  // endpoints failing their health checks now
+  std::size_t ejected = 0;    // endpoints whose breaker is open now
+  std::size_t connected = 0;  // connections ready now
   std::size_t endpoints = 0;
+};
+
+// One endpoint of a channel as it stands now (Channel::endpoint_status, admin /status).
+struct EndpointStatus {
+  std::string name;  // "127.0.0.1:5000"
+  std::string zone;
+  std::uint32_t weight = 1;
+  bool healthy = true;       // passing its health checks (or not checked)
+  std::string_view breaker;  // "closed", "open" or "half_open"
+  std::uint32_t in_flight = 0;
+  std::size_t connected = 0;  // connections ready
+  double latency_ewma_ms = 0;
+  std::uint64_t calls = 0;     // attempts sent to it
+  std::uint64_t failures = 0;  // of those, failures as the breaker counts them
 };
 
 // A client of one or more RPC servers: "host:port", "host:port,host:port", "dns://name:port"
 // (every address the name resolves to) or "unix:/path". Keeps a small pool of multiplexed
-// connections per endpoint, reconnects with backoff, checks health with pings, balances calls
-// (round robin or consistent hash) and retries idempotent calls on another endpoint. Calls block
+// connections per endpoint, reconnects with backoff, checks health with pings and health checks,
+// ejects failing endpoints (a circuit breaker each), balances calls (round robin, consistent
+// hash, least loaded or locality) and retries or hedges idempotent calls on another endpoint
+// within a retry budget (docs/rpc.md, "Cluster options"). Calls block
 // the calling fiber only. A Channel belongs to the worker that opened it: call it from fibers of
 // that worker (open one per worker to spread calls over workers); debug builds abort, naming the
 // call, when another worker uses it.
@@ -92,6 +190,10 @@ class Channel {
   // invalid_argument for a malformed target and unavailable when a name does not resolve.
   // Worker fibers only.
   [[nodiscard]] static Result<Channel> open(std::string_view targets, ChannelOptions options = {});
+  // As open(targets), with each endpoint's weight, zone and metadata given (the way a naming
+  // source describes them). Worker fibers only.
+  [[nodiscard]] static Result<Channel> open(std::span<const EndpointSpec> endpoints,
+                                            ChannelOptions options = {});
 
   Channel(Channel&&) noexcept;
   Channel& operator=(Channel&&) noexcept;
@@ -163,6 +265,8 @@ class Channel {
   ChannelStats stats() const;
   // The endpoints ("127.0.0.1:5000"), after resolution.
   std::vector<std::string> endpoints() const;
+  // Every endpoint's health, breaker state, load and zone. From fibers of the channel's worker.
+  std::vector<EndpointStatus> endpoint_status() const;
 
   struct Impl;
 

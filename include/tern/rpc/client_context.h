@@ -12,6 +12,8 @@
 
 namespace tern::rpc {
 
+class ServerContext;
+
 namespace detail {
 struct PendingCall;
 class ClientConnection;
@@ -27,6 +29,14 @@ using MetadataEntries = std::vector<std::pair<std::string, std::string>>;
 class ClientContext {
  public:
   ClientContext() = default;
+  // A context for a call a handler makes to another service (deadline propagation): it carries
+  // the handler's deadline, so the downstream server sees the time the original caller has left,
+  // and its call is cancelled when the handler's call is (its caller cancelled it, or the
+  // connection closed); a call started after that fails with cancelled at once. Nothing passes
+  // on by itself: a context made otherwise has no deadline but its own. Use it on the handler's
+  // fiber (or fibers it waits for) while the handler runs.
+  static ClientContext from_server_context(ServerContext& server);
+
   ClientContext(const ClientContext& other);
   ClientContext& operator=(const ClientContext& other);
 
@@ -49,8 +59,9 @@ class ClientContext {
   void set_call_key(std::string_view key) noexcept;
   const std::optional<std::uint64_t>& call_key_hash() const noexcept { return call_key_hash_; }
 
-  // Marks the call safe to repeat: when its connection fails before a reply, the channel tries
-  // another endpoint (ChannelOptions::max_retries).
+  // Marks the call safe to repeat: when its connection fails before a reply, or the server
+  // answers unavailable, the channel tries another endpoint (ChannelOptions::max_retries, within
+  // the retry budget), and it may send hedged requests (ChannelOptions::hedging).
   void set_idempotent(bool idempotent = true) noexcept { idempotent_ = idempotent; }
   bool idempotent() const noexcept { return idempotent_; }
 
@@ -71,6 +82,8 @@ class ClientContext {
   // once.
   void cancel() noexcept;
   bool cancelled() const noexcept { return cancelled_; }
+  // The handler's context this one was made from (from_server_context), or nullptr.
+  ServerContext* parent() const noexcept { return parent_; }
 
   // After a call: the metadata the server sent with the reply, and where the call went.
   const MetadataEntries& reply_metadata() const noexcept { return reply_metadata_; }
@@ -92,6 +105,7 @@ class ClientContext {
   bool wait_for_ready_ = false;
   bool cancelled_ = false;
   detail::PendingCall* active_ = nullptr;
+  ServerContext* parent_ = nullptr;
   MetadataEntries reply_metadata_;
   std::string peer_;
   std::uint32_t attempts_ = 0;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tern::rpc {
 
@@ -45,6 +46,12 @@ class ServerContext {
 
  private:
   friend class detail::ServerCall;
+  friend class Channel;
+
+  // Marks the call cancelled and cancels the calls made with contexts from it in flight.
+  void cancel() noexcept;
+  void add_downstream(ClientContext& context) { downstream_.push_back(&context); }
+  void remove_downstream(ClientContext& context) noexcept;
 
   std::string_view service_;  // the Service's and Method's own names, which outlive the call
   std::string_view method_;
@@ -56,6 +63,7 @@ class ServerContext {
   const std::string* peer_ = nullptr;
   MetadataEntries metadata_;
   MetadataEntries reply_metadata_;
+  std::vector<ClientContext*> downstream_;  // calls in flight from_server_context(*this)
 };
 
 }  // namespace tern::rpc
