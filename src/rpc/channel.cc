@@ -374,6 +374,7 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
     }
     if (attempt > 0 && cluster && !impl.retry_budget.try_spend(Clock::now())) {
       ++impl.stats.retries_throttled;
+      detail::cluster_metrics().retries_throttled.add();
       break;  // the last attempt's status stands
     }
     Attempt first;
@@ -391,7 +392,10 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
       break;
     }
     ++context.attempts_;
-    if (attempt > 0) ++impl.stats.retries;
+    if (attempt > 0) {
+      ++impl.stats.retries;
+      detail::cluster_metrics().retries.add();
+    }
     context.peer_ = connection->endpoint().name;
     if (!send_attempt(impl, context, first, *connection, service, method, request, deadline)) {
       context.active_ = nullptr;
@@ -439,6 +443,7 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
       next_hedge = Clock::time_point::max();
       if (!impl.retry_budget.try_spend(Clock::now())) {
         ++impl.stats.retries_throttled;
+        detail::cluster_metrics().retries_throttled.add();
         continue;
       }
       std::vector<detail::Endpoint*> busy = excluded;
@@ -455,6 +460,7 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
         continue;
       }
       ++impl.stats.hedges;
+      detail::cluster_metrics().hedges.add();
       ++context.attempts_;
       backups.push_back(std::move(backup));
       next_hedge = Clock::now() + hedging.delay;
@@ -479,6 +485,7 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
                                                  : detail::outcome_of(status));
       if (winner != &first) {
         ++impl.stats.hedge_wins;
+        detail::cluster_metrics().hedge_wins.add();
         context.peer_ = winner->connection->endpoint().name;
         if (status.ok()) {
           reply.Clear();

@@ -108,6 +108,7 @@ void run_health_checks(Channel::Impl& channel, Endpoint& endpoint) {
       }
     } else {
       ++channel.stats.health_check_failures;
+      cluster_metrics().health_check_failures.add();
       endpoint.checks_passed = 0;
       ++endpoint.checks_failed;
       if (endpoint.healthy && endpoint.checks_failed >= std::max(1u, options.unhealthy_after)) {
@@ -121,6 +122,11 @@ void run_health_checks(Channel::Impl& channel, Endpoint& endpoint) {
 }
 
 }  // namespace
+
+ClusterMetrics& cluster_metrics() {
+  static ClusterMetrics* metrics = new ClusterMetrics;  // lives as long as the process
+  return *metrics;
+}
 
 AttemptOutcome outcome_of(const Status& status) noexcept {
   return is_endpoint_failure(status.code()) ? AttemptOutcome::failure : AttemptOutcome::success;
@@ -159,6 +165,7 @@ void attempt_ended(Channel::Impl& channel, Endpoint& endpoint, Clock::time_point
     if (endpoint.breaker.on_result(outcome == AttemptOutcome::failure, now, channel.options.breaker,
                                    may_eject)) {
       ++channel.stats.ejections;
+      cluster_metrics().ejections.add();
       TERN_LOG_WARN("rpc: {} ejected: its breaker opened after failed calls", endpoint.name);
     } else if (before == Breaker::State::half_open &&
                endpoint.breaker.state() == Breaker::State::closed) {

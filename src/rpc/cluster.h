@@ -8,8 +8,25 @@
 #include <vector>
 
 #include "client_connection.h"
+#include "tern/prof/counter.h"
 
 namespace tern::rpc::detail {
+
+// The process-wide counters of what channels' cluster behaviour did (docs/observability.md,
+// tern_rpc_channel_*_total); each ChannelStats field of the same name counts one channel's share.
+struct ClusterMetrics {
+  prof::Counter retries{"rpc.channel_retries", "Extra attempts of idempotent RPC calls"};
+  prof::Counter retries_throttled{"rpc.channel_retries_throttled",
+                                  "RPC retries and hedges not made: over the retry budget"};
+  prof::Counter hedges{"rpc.channel_hedges", "Hedged (backup) RPC requests sent"};
+  prof::Counter hedge_wins{"rpc.channel_hedge_wins", "RPC calls answered first by a hedge"};
+  prof::Counter ejections{"rpc.channel_ejections", "RPC endpoints ejected by their breaker"};
+  prof::Counter health_check_failures{"rpc.channel_health_check_failures",
+                                      "Failed health checks of RPC endpoints"};
+};
+
+// The counters; any thread.
+ClusterMetrics& cluster_metrics();
 
 // How an attempt sent to an endpoint ended, as the breaker sees it.
 enum class AttemptOutcome { success, failure, abandoned };

@@ -20,6 +20,7 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/net/tcp_stream.h"
+#include "tern/prof/metrics.h"
 #include "tern/prof/status_sections.h"
 #include "tern/rpc/channel.h"
 #include "tern/rpc/server.h"
@@ -192,6 +193,17 @@ std::string channels_section() {
   return {};
 }
 
+#if TERN_PROF_ENABLED
+double metric_total(std::string_view name) {
+  double sum = 0;
+  for (const tern::prof::Family& family : tern::prof::MetricsRegistry::global().collect()) {
+    if (family.name != name) continue;
+    for (const tern::prof::Series& series : family.series) sum += series.value;
+  }
+  return sum;
+}
+#endif
+
 TEST(Breaker, EjectsAFailingEndpointAndAProbeClosesItAfterRecovery) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([&] {
@@ -215,6 +227,9 @@ TEST(Breaker, EjectsAFailingEndpointAndAProbeClosesItAfterRecovery) {
     EXPECT_NE(channels_section().find("\"breaker\": \"open\""), std::string::npos)
         << channels_section();
     EXPECT_NE(channels_section().find(cluster.address(1)), std::string::npos);
+#if TERN_PROF_ENABLED
+    EXPECT_GE(metric_total("tern_rpc_channel_ejections_total"), 1.0);
+#endif
 
     // Traffic has moved away: the ejected endpoint gets nothing while it is open.
     for (int i = 0; i < 20; ++i) EXPECT_TRUE(who(channel));
