@@ -28,6 +28,12 @@ prof::Counter handshake_timeouts("tls.handshake_timeouts",
                                  "TLS connections cut because the handshake took too long");
 prof::Counter handshake_closed("tls.handshake_closed",
                                "TLS connections the client closed or reset during the handshake");
+prof::Counter connections_truncated(
+    "tls.connections_truncated",
+    "TLS connections a TlsServer served whose client closed without close_notify");
+prof::Counter connection_errors("tls.connection_errors",
+                                "TLS connections a TlsServer served that a TLS error broke after "
+                                "the handshake (a bad or oversized record, renegotiation)");
 
 }  // namespace
 
@@ -39,6 +45,8 @@ struct TlsServer::Counts {
   std::atomic<std::uint64_t> timeouts{0};
   std::atomic<std::uint64_t> closed{0};
   std::atomic<std::uint64_t> reloads{0};
+  std::atomic<std::uint64_t> truncated{0};
+  std::atomic<std::uint64_t> protocol_errors{0};
   Event stop_watching;
   WaitGroup watcher;
 };
@@ -128,6 +136,17 @@ void TlsServer::serve(net::TcpStream& tcp) {
     handshakes_resumed.add();
   }
   handler_(*stream);
+  const std::error_code failure = stream->failure();
+  if (!failure) return;
+  if (failure == TlsErrc::truncated) {
+    counts_->truncated.fetch_add(1, std::memory_order_relaxed);
+    connections_truncated.add();
+  } else {
+    counts_->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    connection_errors.add();
+  }
+  TERN_PEER_LOG_WARN("TLS client {} cut off: {}",
+                     peer ? peer->to_string() : std::string("(unknown)"), failure.message());
 }
 
 TlsServerStats TlsServer::stats() const noexcept {
@@ -140,6 +159,8 @@ TlsServerStats TlsServer::stats() const noexcept {
   stats.handshake_timeouts = counts_->timeouts.load(std::memory_order_relaxed);
   stats.handshake_closed = counts_->closed.load(std::memory_order_relaxed);
   stats.reloads = counts_->reloads.load(std::memory_order_relaxed);
+  stats.truncated = counts_->truncated.load(std::memory_order_relaxed);
+  stats.protocol_errors = counts_->protocol_errors.load(std::memory_order_relaxed);
   return stats;
 }
 

@@ -498,6 +498,10 @@ std::string TlsStream::server_name() const {
   return name == nullptr ? std::string() : std::string(name);
 }
 
+std::error_code TlsStream::failure() const noexcept {
+  return impl_ ? impl_->broken : std::error_code();
+}
+
 net::TcpStream& TlsStream::tcp() noexcept {
   TERN_ASSERT(impl_ != nullptr, "TlsStream::tcp() on an empty stream");
   return impl_->tcp;

@@ -1,7 +1,8 @@
 // tern::tls::TlsServer over real loopback sockets, under the backend TERN_IO names: bad input
 // (plaintext, garbage, an oversized record, half a ClientHello and then silence, a client that
-// leaves mid-handshake, truncated and corrupt records after the handshake) closes that
-// connection alone with a counted reason while the server keeps serving; certificate reload
+// leaves mid-handshake; after the handshake truncated, corrupt and oversized records and a close
+// without close_notify; bad certificates on either side; renegotiation) closes that connection
+// alone with a logged and counted reason while the server keeps serving; certificate reload
 // while 100 connections keep echoing; and peers no one here wrote: openssl s_client and
 // s_server, and Python's ssl module.
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "net_test_util.h"
+#include "reliability/reliability_util.h"
 #include "tern/fiber/fiber.h"
 #include "tern/io/offload.h"
 #include "tern/tls/byte_stream.h"
@@ -137,7 +139,8 @@ TEST_F(TlsServerTest, BadInputClosesThatConnectionAndTheServerKeepsServing) {
 }
 
 TEST_F(TlsServerTest, BadRecordsAfterTheHandshakeFailTheReadWithTheirReason) {
-  run_on(1, [] {
+  tern_test::LogCapture log;
+  run_on(1, [&] {
     std::vector<std::error_code> errors;
     Server server(server_context(), [&](TlsStream& stream) {
       std::array<std::byte, 1024> buffer;
@@ -149,16 +152,23 @@ TEST_F(TlsServerTest, BadRecordsAfterTheHandshakeFailTheReadWithTheirReason) {
       std::string bytes;
       bool half_close;
       TlsErrc expected;
+      std::string reason;
     };
     const std::vector<Case> cases = {
         // A record cut short by the end of the stream.
-        {std::string("\x17\x03\x03\x00\x40", 5) + std::string(10, 'r'), true, TlsErrc::truncated},
+        {std::string("\x17\x03\x03\x00\x40", 5) + std::string(10, 'r'), true, TlsErrc::truncated,
+         "without close_notify"},
+        // The end of the stream between records, without close_notify.
+        {"", true, TlsErrc::truncated, "without close_notify"},
         // A whole record that does not decrypt.
-        {std::string("\x17\x03\x03\x00\x20", 5) + std::string(32, '\0'), false, TlsErrc::protocol},
+        {std::string("\x17\x03\x03\x00\x20", 5) + std::string(32, '\0'), false, TlsErrc::protocol,
+         "bad record mac"},
         // A record longer than TLS allows.
-        {std::string("\x17\x03\x03\x48\x01", 5) + std::string(100, 'o'), false, TlsErrc::protocol},
+        {std::string("\x17\x03\x03\x48\x01", 5) + std::string(100, 'o'), false, TlsErrc::protocol,
+         "length too long"},
     };
     for (const Case& c : cases) {
+      SCOPED_TRACE(c.reason);
       tern::Result<TlsStream> client = connect(server, context);
       ASSERT_TRUE(client) << client.error().message();
       ASSERT_TRUE(client->tcp().write_all(bytes_of(c.bytes), patience()));
@@ -168,8 +178,86 @@ TEST_F(TlsServerTest, BadRecordsAfterTheHandshakeFailTheReadWithTheirReason) {
       const std::size_t expected = static_cast<std::size_t>(&c - cases.data()) + 1;
       ASSERT_TRUE(wait_for_condition([&] { return errors.size() == expected; }));
       EXPECT_EQ(errors.back(), c.expected) << errors.back().message();
+      EXPECT_NE(errors.back().message().find(c.reason), std::string::npos)
+          << errors.back().message();
+      // The server closes that connection: the client reads its end.
+      EXPECT_TRUE(closed_by_server(client->tcp()));
     }
+    // Counted once each handler has returned, and logged with the reason.
+    EXPECT_TRUE(wait_for_condition([&] {
+      const tern::tls::TlsServerStats stats = server.server().stats();
+      return stats.truncated == 2 && stats.protocol_errors == 2;
+    }));
+    EXPECT_EQ(server.server().stats().handshakes, cases.size());
+    tern::Result<TlsStream> next = connect(server, context);
+    ASSERT_TRUE(next) << next.error().message();
+    EXPECT_TRUE(next->write_all(bytes_of("fine"), patience()));
+    ASSERT_TRUE(wait_for_condition([&] { return errors.size() == cases.size() + 1; }));
+    EXPECT_FALSE(errors.back()) << errors.back().message();
   });
+  EXPECT_TRUE(log.has_line({"TLS client 127.0.0.1:", "cut off", "without close_notify"}))
+      << log.text();
+  EXPECT_TRUE(log.has_line({"TLS client 127.0.0.1:", "cut off", "bad record mac"})) << log.text();
+}
+
+// Bad certificates on either side, as tern's server sees them. The client side: a client that
+// trusts another CA refuses tern's certificate (expired, wrong-host and self-signed server
+// certificates are tls_stream_test's RefusesBadServerCertificates). The server side, with
+// client certificates required: a self-signed one is refused (missing, expired and unknown-CA
+// ones are tls_stream_test's MutualTlsRequiresAVerifiedClientCertificate); one whose names are
+// another host's is let in, since TLS checks no client names, with its names in
+// peer_identity() for the application to authorize. Each refusal is counted and logged.
+TEST_F(TlsServerTest, BadCertificatesOnEitherSideAreRefusedAndCounted) {
+  tern_test::LogCapture log;
+  run_on(1, [] {
+    std::vector<tern::tls::PeerIdentity> admitted;
+    Server server(
+        server_context("server", {.ca_file = certs().ca(), .client_auth = ClientAuth::require}),
+        [&](TlsStream& stream) {
+          admitted.push_back(stream.peer_identity());
+          echo_handler(stream);
+        });
+    auto with_certificate = [](const std::string& name, std::string ca = certs().ca()) {
+      return client_context(
+          {.ca_file = std::move(ca),
+           .certificate = {Certificate::files(certs().crt(name), certs().key(name))}});
+    };
+    // Refused at connect (the client's own check) or at the first read (TLS 1.3 tells a
+    // client that the server refused its certificate after the client's handshake is done).
+    auto refusal = [&](const TlsContext& context) -> std::error_code {
+      tern::Result<TlsStream> client = connect(server, context);
+      if (!client) return client.error();
+      (void)client->write_all(bytes_of("x"), patience());
+      std::array<std::byte, 4> buffer;
+      tern::Result<std::size_t> n = client->read(buffer, patience());
+      return n ? std::error_code() : n.error();
+    };
+
+    const std::error_code other_ca = refusal(with_certificate("client", certs().crt("otherca")));
+    EXPECT_EQ(other_ca, TlsErrc::certificate) << other_ca.message();
+    EXPECT_NE(other_ca.message().find("certificate verify failed"), std::string::npos)
+        << other_ca.message();
+    EXPECT_TRUE(
+        wait_for_condition([&] { return server.server().stats().rejected_certificate == 1; }));
+
+    const std::error_code self_signed = refusal(with_certificate("selfsigned"));
+    EXPECT_EQ(self_signed, TlsErrc::certificate) << self_signed.message();
+    EXPECT_TRUE(
+        wait_for_condition([&] { return server.server().stats().rejected_certificate == 2; }));
+
+    tern::Result<TlsStream> other_host = connect(server, with_certificate("wronghost"));
+    ASSERT_TRUE(other_host) << other_host.error().message();
+    EXPECT_EQ(round_trip(*other_host, "names are the application's to check"),
+              "names are the application's to check");
+    ASSERT_EQ(admitted.size(), 1u);
+    EXPECT_TRUE(admitted[0].verified);
+    EXPECT_EQ(admitted[0].names, std::vector<std::string>{"other.example"});
+    EXPECT_TRUE(other_host->shutdown(SHUT_WR, patience()));
+    EXPECT_EQ(server.server().stats().rejected_certificate, 2u);
+  });
+  EXPECT_TRUE(log.has_line({"TLS client 127.0.0.1:", "refused", "unknown ca"})) << log.text();
+  EXPECT_TRUE(log.has_line({"TLS client 127.0.0.1:", "refused", "self-signed certificate"}))
+      << log.text();
 }
 
 TEST_F(TlsServerTest, ReloadUnderLoadKeepsConnectionsAndServesTheNewCertificate) {
@@ -300,6 +388,7 @@ TEST_F(TlsServerTest, RenegotiationEndsThatConnectionAndIsCounted) {
     ASSERT_TRUE(wait_for_condition([&] { return errors.size() == 1; }));
     EXPECT_EQ(errors[0], TlsErrc::protocol) << errors[0].message();
     EXPECT_NE(errors[0].message().find("renegotiate"), std::string::npos) << errors[0].message();
+    EXPECT_TRUE(wait_for_condition([&] { return server.server().stats().protocol_errors == 1; }));
     // The server serves the next client.
     tern::Result<TlsStream> next = connect(server, client_context());
     ASSERT_TRUE(next) << next.error().message();

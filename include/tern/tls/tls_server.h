@@ -35,11 +35,16 @@ struct TlsServerStats {
   std::uint64_t handshake_timeouts = 0;    // handshake_timeout passed
   std::uint64_t handshake_closed = 0;      // the client left (or reset) before it finished
   std::uint64_t reloads = 0;               // reloads made by watch_files
+  // After the handshake, connections whose stream broke (TlsStream::failure()) by the time the
+  // handler returned:
+  std::uint64_t truncated = 0;        // the client closed without close_notify
+  std::uint64_t protocol_errors = 0;  // a bad or oversized record, a renegotiation request
 };
 
 // A TLS server on the current tern::Runtime: a TcpServer whose connections run the TLS
 // handshake (with a deadline) before the handler gets a TlsStream. A failed handshake is
-// logged with its reason (rate limited), counted, and closes that connection alone.
+// logged with its reason (rate limited), counted, and closes that connection alone; so is a
+// stream that a TLS error broke while the handler ran (counted when the handler returns).
 // start() and stop() from a worker fiber; stats() and context() from any thread.
 class TlsServer {
  public:

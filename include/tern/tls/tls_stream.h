@@ -96,6 +96,9 @@ class TlsStream {
   std::string version() const;
   // The server name the client sent (SNI), or empty. Owner worker only.
   std::string server_name() const;
+  // The TLS error that broke the stream (TlsErrc::truncated, protocol or certificate: every
+  // later call fails with it), or an empty code while it is sound. Owner worker only.
+  std::error_code failure() const noexcept;
 
   // The TCP connection underneath (addresses, options). Owner worker only.
   net::TcpStream& tcp() noexcept;
