@@ -1,6 +1,7 @@
 // Failover across hosts (docs/cluster.md): three cluster_server hosts behind one rpc::Channel on
 // a client host, under load from caller fibers whose calls are idempotent. A server SIGKILLed, a
-// server host whose link is cut and restored, and a rolling restart of every server: no
+// server host whose link is cut and restored, a server frozen with SIGSTOP and resumed, and a
+// rolling restart of every server: no
 // idempotent call is lost, every call returns within its deadline, and the figures (time to the
 // first successful retry, to detect a cut link, to recover) are printed.
 #include <gtest/gtest.h>
@@ -150,6 +151,49 @@ TEST_F(FailoverTest, CutLinkIsDetectedAndRecovered) {
     report_figure("link cut: time to recover after the link is back",
                   fmt::format("{:.1f} ms", ms_between(restored, *load.first_ok(restored, "s3"))));
     report_figure("link cut: idempotent calls lost",
+                  fmt::format("{} of {}", load.failed(), load.calls().size()));
+  });
+}
+
+// Freeze s2 with SIGSTOP (a hung process: its connections stay open, its kernel still
+// acknowledges bytes, nothing is answered): the channel drops its connections for their missing
+// pongs and moves the calls to s1 and s3; after SIGCONT it reconnects and s2 answers again.
+TEST_F(FailoverTest, FrozenServerIsDetectedAndRecovered) {
+  start_servers(3);
+  if (HasFatalFailure()) return;
+  run_in_client([&] {
+    tern::rpc::Result<tern::rpc::Channel> channel =
+        tern::rpc::Channel::open(server_targets(), channel_options());
+    ASSERT_TRUE(channel.has_value()) << channel.error().message();
+    ProbeLoad load(*channel, callers(), kCallTimeout);
+    if (!start_load(*channel, load)) return;
+
+    const std::uint64_t losses_before = channel->stats().connection_losses;
+    const std::size_t connections = channel_options().connections_per_endpoint;
+    const Clock::time_point frozen = Clock::now();
+    servers_[1]->signal(SIGSTOP);
+    const bool detected = tern_test::wait_until_condition(
+        [&] { return channel->stats().connection_losses >= losses_before + connections; },
+        deadline_after(kPatience));
+    const Clock::time_point detected_at = Clock::now();
+    EXPECT_TRUE(detected) << "s2's connections were never dropped: " << load.summary();
+    const bool moved_away = detected && others_keep_answering(load, "s2", detected_at);
+
+    const Clock::time_point resumed = Clock::now();
+    servers_[1]->signal(SIGCONT);
+    const bool back = tern_test::wait_until_condition(
+        [&] { return load.served_by("s2", resumed) > 0; }, deadline_after(kPatience));
+    load.stop();
+    channel->close();
+    EXPECT_TRUE(back) << "s2 never answered after SIGCONT: " << load.summary();
+    if (!moved_away || !back) return;
+
+    expect_no_call_lost(load);
+    report_figure("sigstop: time to detect",
+                  fmt::format("{:.1f} ms", ms_between(frozen, detected_at)));
+    report_figure("sigstop: time to recover after SIGCONT",
+                  fmt::format("{:.1f} ms", ms_between(resumed, *load.first_ok(resumed, "s2"))));
+    report_figure("sigstop: idempotent calls lost",
                   fmt::format("{} of {}", load.failed(), load.calls().size()));
   });
 }
