@@ -88,7 +88,21 @@ tern::rpc::ChannelOptions ClusterTest::channel_options() {
   options.reconnect.max_backoff = 200ms;
   options.reconnect.attempt_timeout = 200ms;
   options.max_retries = 2;
+  options.health_check.interval = 100ms;
+  options.health_check.timeout = 100ms;
+  options.health_check.unhealthy_after = 2;
+  options.breaker.base_ejection = 200ms;
+  options.breaker.max_ejection = 1s;
   return options;
+}
+
+std::optional<tern::rpc::EndpointStatus> ClusterTest::endpoint_status(
+    const tern::rpc::Channel& channel, const Host& host) {
+  const std::string name = host.address + ":" + std::to_string(kServerPort);
+  for (tern::rpc::EndpointStatus& status : channel.endpoint_status()) {
+    if (status.name == name) return std::move(status);
+  }
+  return std::nullopt;
 }
 
 void ClusterTest::report_figure(const std::string& name, const std::string& value) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,15 @@ class ClusterTest : public ::testing::Test {
   std::string server_targets() const;
   // Runs `body` on worker 0 of a one-worker tern::Runtime whose threads live in the client host.
   void run_in_client(const std::function<void()>& body);
-  // Channel options of the scenarios: pings every 100 ms, dropped after 200 ms of silence, and
-  // reconnects that back off at most 200 ms with 200 ms per attempt, so a dead or cut endpoint
-  // is noticed and a returning one found within a few hundred milliseconds.
+  // Channel options of the scenarios: pings every 100 ms, dropped after 200 ms of silence;
+  // reconnects that back off at most 200 ms with 200 ms per attempt; health checks every 100 ms
+  // (unhealthy after 2 failures); breakers that eject for 200 ms at first and 1 s at most. A
+  // dead or cut endpoint is noticed and a returning one found within a few hundred ms.
   static tern::rpc::ChannelOptions channel_options();
+  // What `channel` knows of the server endpoint on `host` now; nullopt if it has none.
+  // From the channel's worker.
+  static std::optional<tern::rpc::EndpointStatus> endpoint_status(const tern::rpc::Channel& channel,
+                                                                  const Host& host);
   // Prints a measured figure ("[cluster figure] name: value") and records it in the test's XML.
   void report_figure(const std::string& name, const std::string& value);
 

@@ -51,9 +51,8 @@ void ProbeLoad::call_until_stopped(std::uint64_t caller) {
       record.server = reply->server();
     } else {
       record.code = reply ? tern::rpc::StatusCode::internal : reply.error().code();
-      record.message = reply ? "a reply to another call" : reply.error().message();
       if (first_failure_.empty()) {
-        first_failure_ = reply ? record.message : reply.error().to_string();
+        first_failure_ = reply ? "a reply to another call" : reply.error().to_string();
       }
     }
     const bool failed = record.code != tern::rpc::StatusCode::ok;
@@ -66,12 +65,6 @@ void ProbeLoad::call_until_stopped(std::uint64_t caller) {
 std::size_t ProbeLoad::failed() const {
   return static_cast<std::size_t>(std::count_if(calls_.begin(), calls_.end(), [](const auto& c) {
     return c.code != tern::rpc::StatusCode::ok;
-  }));
-}
-
-std::size_t ProbeLoad::failed_with(std::string_view text) const {
-  return static_cast<std::size_t>(std::count_if(calls_.begin(), calls_.end(), [&](const auto& c) {
-    return c.code != tern::rpc::StatusCode::ok && c.message.find(text) != std::string::npos;
   }));
 }
 

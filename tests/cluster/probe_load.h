@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "cluster.tern.h"
@@ -26,7 +25,6 @@ struct CallRecord {
   std::string server;  // who answered ("s1"); empty when the call failed
   tern::rpc::StatusCode code = tern::rpc::StatusCode::ok;
   std::uint32_t attempts = 0;  // endpoints the call tried
-  std::string message;         // the status message of a failed call
 };
 
 // Callers that keep calling until stop(). Everything on the channel's worker: construct, start,
@@ -48,8 +46,6 @@ class ProbeLoad {
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
   // Calls that ended with a status other than ok.
   std::size_t failed() const;
-  // Of those, calls whose status message contains `text`.
-  std::size_t failed_with(std::string_view text) const;
   // The longest time a call took.
   std::chrono::nanoseconds longest() const;
   // Successful calls `server` answered that started at or after `from`.
