@@ -10,6 +10,7 @@
 #include <mutex>
 #include <utility>
 
+#include "buffer_bio.h"
 #include "context_state.h"
 #include "openssl_error.h"
 #include "tern/base/assert.h"
@@ -24,11 +25,9 @@ namespace {
 // Plaintext handed to SSL_write at a time: four full records, so a large write is encrypted
 // and sent in pieces instead of buffered whole.
 constexpr std::size_t kWriteChunk = 64 * 1024;
-// Ciphertext read from the socket at a time: one whole record of the largest size (16 KiB of
-// data and at most 256 bytes of header, padding and tag) and a little more.
-constexpr std::size_t kReadChunk = 17 * 1024;
-// The most ciphertext moved from OpenSSL to the socket per write.
-constexpr std::size_t kSendChunk = kWriteChunk + 2048;
+// Room for ciphertext read from the socket at a time: two whole records of the largest size
+// (16 KiB of data and at most 256 bytes of header, padding and tag each).
+constexpr std::size_t kReadChunk = 2 * (16 * 1024 + 256);
 
 prof::Counter renegotiations_refused(
     "tls.renegotiations_refused",
@@ -66,14 +65,10 @@ struct TlsStream::Impl {
   std::shared_ptr<const detail::Generation> generation;
   detail::SslLink link;
   SSL* ssl = nullptr;
-  BIO* in = nullptr;   // ciphertext from the peer, owned by ssl
-  BIO* out = nullptr;  // ciphertext to the peer, owned by ssl
-  Mutex write_mutex;   // one flush at a time, so records leave in order
-  // Allocated on first use; the send buffer only as large as the largest flush so far, so a
-  // connection of small messages holds little.
-  std::unique_ptr<std::byte[]> read_buffer;
-  std::unique_ptr<std::byte[]> write_buffer;
-  std::size_t write_capacity = 0;
+  // The ciphertext both ways, read from and written to the socket in place. Its buffers grow
+  // on first use, the output ones only as large as the largest flush so far.
+  detail::BufferBio buffers;
+  Mutex write_mutex;       // one flush at a time, so records leave in order
   bool eof = false;        // the socket read end of stream
   std::error_code broken;  // a fatal error: every later call fails with it
 
@@ -85,7 +80,7 @@ struct TlsStream::Impl {
     SSL_free(ssl);
   }
 
-  // Makes the SSL over memory buffers. Worker fibers only.
+  // Makes the SSL over the stream's buffers. Worker fibers only.
   Result<void> set_up(const TlsContext& context);
   Result<void> flush(Deadline deadline);
   Result<void> fill(Deadline deadline);
@@ -101,17 +96,10 @@ Result<void> TlsStream::Impl::flush(Deadline deadline) {
   // Another fiber may be sending (a writer while we read): wait for it, within our deadline.
   if (!write_mutex.try_lock_until(deadline)) return fail(deadline_exceeded());
   std::lock_guard lock(write_mutex, std::adopt_lock);
-  while (BIO_ctrl_pending(out) > 0) {
-    const std::size_t pending = std::min<std::size_t>(BIO_ctrl_pending(out), kSendChunk);
-    if (write_capacity < pending) {
-      write_capacity = std::max(pending, std::min<std::size_t>(2 * write_capacity, kSendChunk));
-      write_buffer = std::make_unique_for_overwrite<std::byte[]>(write_capacity);
-    }
-    const int n = BIO_read(out, write_buffer.get(), static_cast<int>(pending));
-    if (n <= 0) break;
-    if (Result<void> sent =
-            tcp.write_all(std::span(write_buffer.get(), static_cast<std::size_t>(n)), deadline);
-        !sent) {
+  // What OpenSSL writes while this fiber is parked in the socket write (a reader's alert or
+  // ticket) goes to the other buffer and leaves on the next turn.
+  while (buffers.output_pending() > 0) {
+    if (Result<void> sent = tcp.write_all(buffers.take_output(), deadline); !sent) {
       // Part of a record may have left: the stream cannot go on.
       broken = sent.error();
       return sent;
@@ -121,20 +109,19 @@ Result<void> TlsStream::Impl::flush(Deadline deadline) {
 }
 
 Result<void> TlsStream::Impl::fill(Deadline deadline) {
-  if (!read_buffer) read_buffer = std::make_unique_for_overwrite<std::byte[]>(kReadChunk);
-  Result<std::size_t> n = tcp.read(std::span(read_buffer.get(), kReadChunk), deadline);
+  Result<std::size_t> n = tcp.read(buffers.input_space(kReadChunk), deadline);
   if (!n) return fail(n.error());
   if (*n == 0) {
     eof = true;
-    BIO_set_mem_eof_return(in, 0);  // OpenSSL now sees the end of the stream
+    buffers.set_eof();  // OpenSSL now sees the end of the stream
     return {};
   }
-  BIO_write(in, read_buffer.get(), static_cast<int>(*n));
+  buffers.input_added(*n);
   return {};
 }
 
 void TlsStream::Impl::send_alert() {
-  if (BIO_ctrl_pending(out) == 0 || !tcp.is_open()) return;
+  if (buffers.output_pending() == 0 || !tcp.is_open()) return;
   (void)flush(deadline_after(std::chrono::milliseconds(100)));  // best effort: we are failing
 }
 
@@ -194,7 +181,7 @@ Result<std::size_t> TlsStream::Impl::read(std::span<std::byte> buf, Deadline dea
       return fail(broken);
     }
     if (ok == 1) {
-      if (BIO_ctrl_pending(out) > 0) {
+      if (buffers.output_pending() > 0) {
         if (Result<void> sent = flush(deadline); !sent) return fail(sent.error());
       }
       return got;
@@ -205,7 +192,7 @@ Result<std::size_t> TlsStream::Impl::read(std::span<std::byte> buf, Deadline dea
       return 0;  // close_notify: a clean end of stream
     }
     if (error == SSL_ERROR_WANT_READ && !eof) {
-      if (BIO_ctrl_pending(out) > 0) {
+      if (buffers.output_pending() > 0) {
         if (Result<void> sent = flush(deadline); !sent) return fail(sent.error());
       }
       if (Result<void> filled = fill(deadline); !filled) return fail(filled.error());
@@ -261,15 +248,11 @@ Result<void> TlsStream::Impl::set_up(const TlsContext& context) {
   Result<SSL*> ssl = detail::new_ssl(*impl.state, impl.generation);
   if (!ssl) return fail(ssl.error());
   impl.ssl = *ssl;
-  impl.in = BIO_new(BIO_s_mem());
-  impl.out = BIO_new(BIO_s_mem());
-  if (impl.in == nullptr || impl.out == nullptr) {
-    BIO_free(impl.in);
-    BIO_free(impl.out);
-    impl.in = impl.out = nullptr;
+  BIO* bio = impl.buffers.make_bio();
+  if (bio == nullptr)
     return fail(detail::tls_error(TlsErrc::config, "TLS stream", "no memory for buffers"));
-  }
-  SSL_set_bio(impl.ssl, impl.in, impl.out);
+  SSL_set_bio(impl.ssl, bio, bio);  // one BIO both ways: the SSL holds one reference
+
   impl.link.state = impl.state.get();
   SSL_set_ex_data(impl.ssl, detail::link_index(), &impl.link);
   return {};
@@ -351,7 +334,7 @@ Result<std::size_t> TlsStream::readv(std::span<const iovec> iov, Deadline deadli
     std::span<std::byte> buf(static_cast<std::byte*>(piece.iov_base), piece.iov_len);
     if (total > 0) {
       // Only what is decrypted or received already: never wait once some bytes are in.
-      if (SSL_pending(impl_->ssl) == 0 && BIO_ctrl_pending(impl_->in) == 0) break;
+      if (SSL_pending(impl_->ssl) == 0 && impl_->buffers.input_pending() == 0) break;
       ERR_clear_error();
       std::size_t got = 0;
       if (SSL_read_ex(impl_->ssl, buf.data(), buf.size(), &got) != 1) {

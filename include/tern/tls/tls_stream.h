@@ -28,9 +28,9 @@ struct PeerIdentity {
 
 // A TLS connection over a TcpStream with TcpStream's fiber-blocking API: every call parks the
 // calling fiber (never its worker), takes a deadline (std::errc::timed_out) and is interrupted
-// by Fiber::interrupt (operation_canceled), under either reactor. OpenSSL runs on memory
-// buffers; the socket I/O is TcpStream's. One fiber may read while another writes (one of each
-// at a time), on the stream's worker. Move-only.
+// by Fiber::interrupt (operation_canceled), under either reactor. OpenSSL runs on the stream's
+// own buffers, read and written in place; the socket I/O is TcpStream's. One fiber may read while
+// another writes (one of each at a time), on the stream's worker. Move-only.
 class TlsStream {
  public:
   // An empty stream (is_open() false; calls fail with TlsErrc::closed). Any thread.
