@@ -117,7 +117,8 @@ void serve_request(AdminConnection& stream, const AdminOptions& options, const s
     switch (parsed.state) {
       case detail::HeadState::complete:
         if (!token.empty() && !detail::bearer_token_matches(parsed.request.authorization, token)) {
-          respond_and_close(stream, unauthorized_page(!parsed.request.authorization.empty()), false,
+          respond_and_close(stream, unauthorized_page(!parsed.request.authorization.empty()),
+                            parsed.request.method == "HEAD",
                             deadline_after(options.request_timeout));
           return;
         }

@@ -178,6 +178,9 @@ TEST_F(AdminTlsTest, TokenFileIsReadAtStartAndBadTokensAreRefused) {
         raw_exchange(*address, "GET /metrics HTTP/1.1\r\nauthorization:  bearer " +
                                    std::string(kToken) + " \r\n\r\n");
     EXPECT_TRUE(authorized.starts_with("HTTP/1.1 200 OK\r\n")) << authorized.substr(0, 200);
+    const std::string head = raw_exchange(*address, "HEAD /metrics HTTP/1.1\r\n\r\n");
+    EXPECT_TRUE(head.starts_with("HTTP/1.1 401 Unauthorized\r\n")) << head;
+    EXPECT_TRUE(head.ends_with("\r\n\r\n")) << head;  // no body
     const std::string other_scheme = raw_exchange(
         *address, "GET / HTTP/1.1\r\nAuthorization: Basic " + std::string(kToken) + "\r\n\r\n");
     EXPECT_TRUE(other_scheme.starts_with("HTTP/1.1 401 ")) << other_scheme;
