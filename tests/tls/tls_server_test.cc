@@ -88,30 +88,33 @@ class TlsServerTest : public ::testing::Test {
 };
 
 TEST_F(TlsServerTest, BadInputClosesThatConnectionAndTheServerKeepsServing) {
-  run_on(1, [] {
+  tern_test::LogCapture log;
+  struct Case {
+    std::string name;
+    std::string bytes;
+    bool then_close;  // the client leaves instead of waiting for the server
+    std::uint64_t tern::tls::TlsServerStats::* counter;
+    std::string reason;  // in the server's log line
+  };
+  const std::string half_hello =
+      std::string("\x16\x03\x01\x01\x00\x01\x00\x00\xfc\x03\x03", 11) + std::string(40, '\x5a');
+  const std::vector<Case> cases = {
+      {"plaintext HTTP", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", false,
+       &tern::tls::TlsServerStats::rejected_not_tls, "http request"},
+      {"garbage", std::string(64, '\x07'), false, &tern::tls::TlsServerStats::rejected_not_tls,
+       "wrong version number"},
+      {"oversized record", std::string("\x16\x03\x01\xff\xff", 5) + std::string(100, 'a'), false,
+       &tern::tls::TlsServerStats::rejected_not_tls, "packet length too long"},
+      {"half a ClientHello, then silence", half_hello, false,
+       &tern::tls::TlsServerStats::handshake_timeouts, "deadline exceeded"},
+      {"half a ClientHello, then gone", half_hello, true,
+       &tern::tls::TlsServerStats::handshake_closed, "before the handshake finished"},
+  };
+  run_on(1, [&] {
     TlsServerOptions options;
     options.handshake_timeout = 300ms;
     Server server(server_context(), echo_handler, options);
     TlsContext client = client_context();
-    struct Case {
-      std::string name;
-      std::string bytes;
-      bool then_close;  // the client leaves instead of waiting for the server
-      std::uint64_t tern::tls::TlsServerStats::* counter;
-    };
-    const std::string half_hello =
-        std::string("\x16\x03\x01\x01\x00\x01\x00\x00\xfc\x03\x03", 11) + std::string(40, '\x5a');
-    const std::vector<Case> cases = {
-        {"plaintext HTTP", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", false,
-         &tern::tls::TlsServerStats::rejected_not_tls},
-        {"garbage", std::string(64, '\x07'), false, &tern::tls::TlsServerStats::rejected_not_tls},
-        {"oversized record", std::string("\x16\x03\x01\xff\xff", 5) + std::string(100, 'a'), false,
-         &tern::tls::TlsServerStats::rejected_not_tls},
-        {"half a ClientHello, then silence", half_hello, false,
-         &tern::tls::TlsServerStats::handshake_timeouts},
-        {"half a ClientHello, then gone", half_hello, true,
-         &tern::tls::TlsServerStats::handshake_closed},
-    };
     for (const Case& c : cases) {
       SCOPED_TRACE(c.name);
       const std::uint64_t before = server.server().stats().*c.counter;
@@ -129,13 +132,19 @@ TEST_F(TlsServerTest, BadInputClosesThatConnectionAndTheServerKeepsServing) {
       tern::Result<TlsStream> good = connect(server, client);
       ASSERT_TRUE(good) << good.error().message();
       EXPECT_EQ(round_trip(*good, "still here"), "still here");
+      EXPECT_TRUE(good->shutdown(SHUT_WR, patience()));
     }
     const tern::tls::TlsServerStats stats = server.server().stats();
     EXPECT_EQ(stats.rejected_not_tls, 3u);
     EXPECT_EQ(stats.handshake_timeouts, 1u);
     EXPECT_EQ(stats.handshake_closed, 1u);
     EXPECT_EQ(stats.handshakes, cases.size());
+    // Every good client ended with close_notify: none counted as truncated.
+    EXPECT_TRUE(wait_for_condition([&] { return server.server().stats().tcp.open == 0; }));
+    EXPECT_EQ(server.server().stats().truncated, 0u);
   });
+  for (const Case& c : cases)
+    EXPECT_TRUE(log.has_line({"TLS client 127.0.0.1:", "refused", c.reason})) << c.name;
 }
 
 TEST_F(TlsServerTest, BadRecordsAfterTheHandshakeFailTheReadWithTheirReason) {
