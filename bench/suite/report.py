@@ -83,6 +83,13 @@ def median_rounds(runs):
     return chosen
 
 
+def per_cpu_second(rate, cpu_pct):
+    """A rate per second of CPU, given the CPU % (of one CPU) it took; None when unknown."""
+    if rate is None or not cpu_pct:
+        return None
+    return rate / (cpu_pct / 100.0)
+
+
 def label(server):
     """A server's name as the tables show it."""
     return VARIANTS.get(server, server)
@@ -481,7 +488,9 @@ class Report:
                    "(bench/hook/redis_bench.cc), one tern fiber per connection on tern's default "
                    "workers, hiredis's synchronous API parked by tern::hook; `threads`: the same "
                    "code on a thread per connection. requests/s over both commands; latency per "
-                   "request in µs; CPU in % of one CPU (machine: of all CPUs). After every run "
+                   "request in µs; CPU in % of one CPU (machine: of all CPUs), and the requests "
+                   "each client model serves per second of its own CPU, which shows its cost "
+                   "even where redis-server or the machine sets the pace. After every run "
                    "redis-server's own command counts must show the N SETs and N GETs. tern's "
                    "targets at 500 connections: fibers ≥ 0.9× redis-benchmark and ≥ 1.5× thread "
                    "per connection.\n")
@@ -502,6 +511,7 @@ class Report:
                        fmt(fig(r, "set_p50_us")), fmt(fig(r, "set_p99_us")),
                        fmt(fig(r, "get_p50_us")), fmt(fig(r, "get_p99_us")),
                        fmt(r.get("server_cpu_pct")), fmt(r.get("client_cpu_pct")),
+                       fmt(per_cpu_second(fig(r, "rps"), r.get("client_cpu_pct"))),
                        fmt(fig(r, "machine_busy_pct"))]
                 fibers = client == "fibers"
                 row += [ratio(fig(r, "rps"), fig(here.get("redis-benchmark", {}), "rps"))
@@ -516,7 +526,8 @@ class Report:
                                self.pair_round_ratios(group, "fibers", "threads", "rps"))
                 rows.append(row)
         self.write(table(["clients", "client", "requests/s", "SET p50", "SET p99", "GET p50",
-                          "GET p99", "redis-server CPU %", "client CPU %", "machine busy %",
+                          "GET p99", "redis-server CPU %", "client CPU %",
+                          "requests per client CPU-second", "machine busy %",
                           "÷ redis-benchmark", "÷ thread per connection"] +
                          (["each round (÷ redis-benchmark; ÷ threads)"] if rounds else []),
                          rows))
