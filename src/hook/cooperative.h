@@ -32,7 +32,9 @@ int wait_ready(int fd, FdEntry& entry, bool writable, Deadline deadline,
 
 // Runs call() (a libc call on fd returning ssize_t, -1 with errno) with blocking semantics on a
 // socket the program sees as blocking: on EAGAIN, waits (SO_RCVTIMEO / SO_SNDTIMEO as the
-// deadline) and tries again. Any other socket or thread: call() as it is.
+// deadline) and tries again. Any other socket or thread: call() as it is. The deadline is read
+// from the clock only once a wait is needed, so a call that finds its socket ready costs no
+// clock read even with a timeout set (the wait then starts a system call's time late).
 template <typename Call>
 ssize_t blocking_call(int fd, bool writable, Call call) {
   FdEntry* entry = find_fd(fd);
@@ -43,12 +45,14 @@ ssize_t blocking_call(int fd, bool writable, Call call) {
   if (!fiber && (flags & kKernelNonblock) == 0) return call();
   if (fiber && (flags & kKernelNonblock) == 0 && !make_kernel_nonblock(fd, *entry)) return -1;
   const std::uint32_t generation = entry->generation.load(std::memory_order_acquire);
+  ssize_t n = call();
+  if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
   const Deadline deadline =
       deadline_in((writable ? entry->send_timeout_ns : entry->recv_timeout_ns).load());
   for (;;) {
-    const ssize_t n = call();
-    if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
     if (wait_ready(fd, *entry, writable, deadline, generation) != 0) return -1;
+    n = call();
+    if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
   }
 }
 

@@ -1,5 +1,4 @@
-// The descriptor table: chunks of entries made on first use and never freed, so a lookup is
-// two loads and no lock.
+// The descriptor table's chunks, and the calls that make, copy and forget entries.
 #include "fd_table.h"
 
 #include <cstddef>
@@ -9,32 +8,14 @@
 
 namespace tern::hook::detail {
 
-namespace {
-
-constexpr int kChunkBits = 10;
-constexpr int kChunkSize = 1 << kChunkBits;
-constexpr int kChunks = 1 << 12;  // descriptors up to 4,194,303
-
-struct Chunk {
-  FdEntry entries[kChunkSize];
-};
-
-constinit std::atomic<Chunk*> chunks[kChunks] = {};
-
-}  // namespace
-
-FdEntry* find_fd(int fd) noexcept {
-  if (fd < 0 || (fd >> kChunkBits) >= kChunks) return nullptr;
-  Chunk* chunk = chunks[fd >> kChunkBits].load(std::memory_order_acquire);
-  return chunk != nullptr ? &chunk->entries[fd & (kChunkSize - 1)] : nullptr;
-}
+constinit std::atomic<FdChunk*> fd_chunks[kChunks] = {};
 
 FdEntry* make_fd(int fd) noexcept {
   if (fd < 0 || (fd >> kChunkBits) >= kChunks) return nullptr;
-  std::atomic<Chunk*>& slot = chunks[fd >> kChunkBits];
-  Chunk* chunk = slot.load(std::memory_order_acquire);
+  std::atomic<FdChunk*>& slot = fd_chunks[fd >> kChunkBits];
+  FdChunk* chunk = slot.load(std::memory_order_acquire);
   if (chunk == nullptr) {
-    auto* made = new (std::nothrow) Chunk;
+    auto* made = new (std::nothrow) FdChunk;
     if (made == nullptr) return nullptr;
     if (slot.compare_exchange_strong(chunk, made, std::memory_order_acq_rel)) {
       chunk = made;

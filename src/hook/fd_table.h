@@ -28,8 +28,24 @@ struct FdEntry {
   void clear(std::uint32_t bits) noexcept { flags.fetch_and(~bits, std::memory_order_relaxed); }
 };
 
+// The table: chunks of entries made on first use and never freed (fd_table.cc), so a look-up is
+// two loads and no lock. Inline, since every hooked call starts with one.
+inline constexpr int kChunkBits = 10;
+inline constexpr int kChunkSize = 1 << kChunkBits;
+inline constexpr int kChunks = 1 << 12;  // descriptors up to 4,194,303
+
+struct FdChunk {
+  FdEntry entries[kChunkSize];
+};
+
+extern std::atomic<FdChunk*> fd_chunks[kChunks];
+
 // The entry of fd if one was ever made, else nullptr. Any thread.
-FdEntry* find_fd(int fd) noexcept;
+inline FdEntry* find_fd(int fd) noexcept {
+  if (fd < 0 || (fd >> kChunkBits) >= kChunks) return nullptr;
+  FdChunk* chunk = fd_chunks[fd >> kChunkBits].load(std::memory_order_acquire);
+  return chunk != nullptr ? &chunk->entries[fd & (kChunkSize - 1)] : nullptr;
+}
 // The entry of fd, made on first use; nullptr for a negative or huge descriptor. Any thread.
 FdEntry* make_fd(int fd) noexcept;
 // Starts managing a socket the program just got: `user_nonblock` is what it asked for,
