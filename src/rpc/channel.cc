@@ -359,8 +359,11 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
   std::vector<detail::Endpoint*> excluded;
   const unsigned attempts = 1 + (context.idempotent() ? impl.options.max_retries : 0);
   const HedgingOptions& hedging = impl.options.hedging;
-  const bool hedged =
-      cluster && context.idempotent() && hedging.delay.count() > 0 && hedging.max_hedges > 0;
+  // A hedged call sends a backup after `delay` (none while it is 0).
+  const std::chrono::nanoseconds delay = cluster && context.idempotent() && hedging.max_hedges > 0
+                                             ? detail::hedge_delay(hedging, impl.latencies)
+                                             : std::chrono::nanoseconds(0);
+  const bool hedged = delay.count() > 0;
   Status status;
   for (unsigned attempt = 0; attempt < attempts; ++attempt) {
     if (context.cancelled_ || (context.parent() != nullptr && context.parent()->cancelled())) {
@@ -408,7 +411,7 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
     Event any;
     std::vector<std::unique_ptr<Attempt>> backups;
     if (hedged) first.call.also = &any;
-    Clock::time_point next_hedge = hedged ? Clock::now() + hedging.delay : Clock::time_point::max();
+    Clock::time_point next_hedge = hedged ? Clock::now() + delay : Clock::time_point::max();
     Attempt* winner = nullptr;
     bool interrupted = false;
     auto each = [&](auto&& body) {
@@ -463,7 +466,7 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
       detail::cluster_metrics().hedges.add();
       ++context.attempts_;
       backups.push_back(std::move(backup));
-      next_hedge = Clock::now() + hedging.delay;
+      next_hedge = Clock::now() + delay;
     }
     context.active_ = nullptr;
     // The requests that lost (or all of them, at the deadline or on cancellation) are

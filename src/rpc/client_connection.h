@@ -10,6 +10,7 @@
 #include "frame.h"
 #include "frame_reader.h"
 #include "frame_writer.h"
+#include "hedging.h"
 #include "metadata.pb.h"
 #include "pending_calls.h"
 #include "retry_budget.h"
@@ -86,6 +87,7 @@ struct Channel::Impl {
   WaitGroup async_calls;
   ChannelStats stats;
   detail::RetryBudget retry_budget;
+  detail::LatencyWindow latencies;               // of successful attempts, for hedging's percentile
   std::uint64_t random = 0x9e3779b97f4a7c15ull;  // least_loaded's choice of two
   std::uint64_t status_id = 0;                   // its number in /status (0: not listed)
   Clock::time_point status_published{};

@@ -156,6 +156,7 @@ void attempt_ended(Channel::Impl& channel, Endpoint& endpoint, Clock::time_point
   }
   const Clock::time_point now = Clock::now();
   const double ms = std::chrono::duration<double, std::milli>(now - sent).count();
+  if (outcome == AttemptOutcome::success) channel.latencies.record(now - sent);
   endpoint.latency_ewma_ms =
       endpoint.latency_ewma_ms == 0 ? ms : 0.8 * endpoint.latency_ewma_ms + 0.2 * ms;
   bool changed = false;
@@ -184,21 +185,26 @@ std::size_t ejected_endpoints(const Channel::Impl& channel) noexcept {
                     [](const auto& e) { return e->breaker.state() != Breaker::State::closed; }));
 }
 
+void start_health_check(Channel::Impl& channel, Endpoint& endpoint) {
+  if (channel.options.health_check.interval.count() <= 0 || endpoint.checker.joinable()) return;
+  Endpoint* e = &endpoint;
+  e->checker =
+      spawn([&channel, e] { run_health_checks(channel, *e); }, {.name = "rpc health check"});
+}
+
+void stop_health_check(Endpoint& endpoint) {
+  if (!endpoint.checker.joinable()) return;
+  endpoint.checker.interrupt();
+  endpoint.checker.join();
+}
+
 void start_health_checks(Channel::Impl& channel) {
-  if (channel.options.health_check.interval.count() <= 0 || channel.endpoints.size() < 2) return;
-  for (auto& endpoint : channel.endpoints) {
-    Endpoint* e = endpoint.get();
-    e->checker =
-        spawn([&channel, e] { run_health_checks(channel, *e); }, {.name = "rpc health check"});
-  }
+  if (channel.endpoints.size() < 2) return;
+  for (auto& endpoint : channel.endpoints) start_health_check(channel, *endpoint);
 }
 
 void stop_health_checks(Channel::Impl& channel) {
-  for (auto& endpoint : channel.endpoints) {
-    if (!endpoint->checker.joinable()) continue;
-    endpoint->checker.interrupt();
-    endpoint->checker.join();
-  }
+  for (auto& endpoint : channel.endpoints) stop_health_check(*endpoint);
 }
 
 std::vector<EndpointStatus> endpoint_status(const Channel::Impl& channel) {

@@ -52,6 +52,10 @@ std::size_t ejected_endpoints(const Channel::Impl& channel) noexcept;
 // channel has two or more endpoints); stop_health_checks ends them.
 void start_health_checks(Channel::Impl& channel);
 void stop_health_checks(Channel::Impl& channel);
+// The same for one endpoint, for naming that adds an endpoint to a running channel (after it is
+// in channel.endpoints) or removes one (before its connections close).
+void start_health_check(Channel::Impl& channel, Endpoint& endpoint);
+void stop_health_check(Endpoint& endpoint);
 
 // The state of every endpoint now.
 std::vector<EndpointStatus> endpoint_status(const Channel::Impl& channel);

@@ -46,11 +46,23 @@ ClientConnection* round_robin(const Pick& pick) {
   return nullptr;
 }
 
-// The load of an endpoint: calls in flight times the latency they see, per unit of weight.
-// An endpoint with no latency yet is taken as a 1 ms one.
-double load_of(const Endpoint& endpoint) noexcept {
-  const double latency = endpoint.latency_ewma_ms > 0 ? endpoint.latency_ewma_ms : 1.0;
+// The load of an endpoint: calls in flight times the latency they see, per unit of weight. An
+// endpoint with no latency yet is taken as a `typical` one.
+double load_of(const Endpoint& endpoint, double typical) noexcept {
+  const double latency = endpoint.latency_ewma_ms > 0 ? endpoint.latency_ewma_ms : typical;
   return (endpoint.in_flight + 1) * latency / std::max<std::uint32_t>(endpoint.weight, 1);
+}
+
+// The mean latency of the candidates that have one (1 ms when none has).
+double typical_latency(std::span<Endpoint* const> candidates) noexcept {
+  double sum = 0;
+  int known = 0;
+  for (const Endpoint* e : candidates) {
+    if (e->latency_ewma_ms <= 0) continue;
+    sum += e->latency_ewma_ms;
+    ++known;
+  }
+  return known > 0 ? sum / known : 1.0;
 }
 
 // The least loaded usable endpoint with a ready connection among those `eligible` admits:
@@ -65,10 +77,11 @@ ClientConnection* least_loaded(const Pick& pick, Eligible eligible) {
       candidates.push_back(endpoint.get());
   }
   if (candidates.empty()) return nullptr;
+  const double typical = typical_latency(candidates);
   Endpoint* best = nullptr;
   if (candidates.size() <= 4) {
     for (Endpoint* e : candidates) {
-      if (best == nullptr || load_of(*e) < load_of(*best)) best = e;
+      if (best == nullptr || load_of(*e, typical) < load_of(*best, typical)) best = e;
     }
   } else {
     std::uint64_t& r = channel.random;
@@ -78,7 +91,7 @@ ClientConnection* least_loaded(const Pick& pick, Eligible eligible) {
     const std::size_t n = candidates.size();
     Endpoint* a = candidates[r % n];
     Endpoint* b = candidates[(r % n + 1 + (r >> 32) % (n - 1)) % n];
-    best = load_of(*a) <= load_of(*b) ? a : b;
+    best = load_of(*a, typical) <= load_of(*b, typical) ? a : b;
   }
   return best->ready_connection();
 }

@@ -311,6 +311,39 @@ TEST(Hedging, ABackupAfterTheDelayWinsAndTheSlowRequestIsCancelled) {
   });
 }
 
+TEST(Hedging, APercentileDelayFollowsTheLatenciesSeen) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([&] {
+    Cluster cluster(2);
+    for (int i = 0; i < 2; ++i) {
+      cluster.node(i).mode = Mode::slow;
+      cluster.node(i).slow_for = 20ms;
+    }
+    ChannelOptions options = quiet_options();
+    options.hedging.percentile = 95;
+    Channel channel = open_connected(cluster.targets(), options, 2);
+    // No delay and too few replies: no hedging yet.
+    for (int i = 0; i < 32; ++i) EXPECT_TRUE(who(channel, /*idempotent=*/true));
+    EXPECT_EQ(channel.stats().hedges, 0u);
+
+    // n0 now holds its calls until they are cancelled: every call that reaches it is hedged
+    // after about the p95 seen so far, and n1 answers.
+    Node& slow = cluster.node(0);
+    slow.slow_for = 10s;
+    const int before = slow.calls;
+    const std::uint64_t hedges_before = channel.stats().hedges;
+    for (int i = 0; i < 4; ++i) {
+      tern::rpc::Result<node::WhoReply> reply = who(channel, /*idempotent=*/true);
+      ASSERT_TRUE(reply) << reply.error().to_string();
+      EXPECT_EQ(reply->server(), "n1");
+    }
+    const int reached_slow = slow.calls - before;
+    EXPECT_GE(reached_slow, 1);
+    EXPECT_GE(channel.stats().hedges - hedges_before, static_cast<std::uint64_t>(reached_slow));
+    EXPECT_TRUE(eventually([&] { return slow.saw_cancel == reached_slow; }));
+  });
+}
+
 TEST(RetryBudget, CapsRetriesWhenEveryEndpointFails) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([&] {

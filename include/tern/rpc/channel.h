@@ -90,8 +90,12 @@ struct RetryBudgetOptions {
 // Hedged (backup) requests for idempotent calls: when no reply came `delay` after the call was
 // sent, the same call goes to another endpoint; the first reply wins and the other is cancelled.
 struct HedgingOptions {
-  std::chrono::milliseconds delay{0};  // 0: no hedging
-  unsigned max_hedges = 1;             // backups per call
+  std::chrono::milliseconds delay{0};  // 0 (and no percentile): no hedging
+  // With a percentile (95: the p95), the delay is that percentile of the latencies of the
+  // channel's last 256 replies when it is longer than `delay` (until 32 replies came: `delay`,
+  // and no hedging when that is 0).
+  double percentile = 0;
+  unsigned max_hedges = 1;  // backups per call
 };
 
 // How a Channel behaves; the defaults suit most clients.

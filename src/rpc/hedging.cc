@@ -1,0 +1,31 @@
+#include "hedging.h"
+
+#include <algorithm>
+
+namespace tern::rpc::detail {
+
+void LatencyWindow::record(std::chrono::nanoseconds latency) noexcept {
+  samples_[next_] = latency;
+  next_ = (next_ + 1) % kSize;
+  count_ = std::min(count_ + 1, kSize);
+}
+
+std::chrono::nanoseconds LatencyWindow::percentile(double percent) const {
+  if (count_ < kMinSamples) return std::chrono::nanoseconds(-1);
+  std::array<std::chrono::nanoseconds, kSize> sorted = samples_;
+  const auto end = sorted.begin() + static_cast<std::ptrdiff_t>(count_);
+  const double clamped = std::clamp(percent, 0.0, 100.0);
+  const auto rank = static_cast<std::size_t>(clamped / 100.0 * static_cast<double>(count_ - 1));
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(rank), end);
+  return sorted[rank];
+}
+
+std::chrono::nanoseconds hedge_delay(const HedgingOptions& options,
+                                     const LatencyWindow& latencies) {
+  const std::chrono::nanoseconds fixed = options.delay;
+  if (options.percentile <= 0) return fixed;
+  const std::chrono::nanoseconds observed = latencies.percentile(options.percentile);
+  return observed.count() < 0 ? fixed : std::max(fixed, observed);
+}
+
+}  // namespace tern::rpc::detail
