@@ -92,7 +92,7 @@ void ClientConnection::manage() {
           policy.max_backoff);
       continue;
     }
-    stream_ = std::move(*stream);
+    stream_ = Transport(std::move(*stream));
     const bool told_to_go = serve();
     if (!told_to_go && frames_received_ > 0) {
       backoff = policy.initial_backoff;

@@ -18,10 +18,10 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/wait_group.h"
 #include "tern/net/address.h"
-#include "tern/net/tcp_stream.h"
 #include "tern/rpc/channel.h"
 #include "tern/rpc/client_context.h"
 #include "tern/rpc/status.h"
+#include "transport.h"
 
 namespace tern::rpc::detail {
 
@@ -150,7 +150,7 @@ class ClientConnection {
   Channel::Impl& channel_;
   Endpoint& endpoint_;
   State state_ = State::connecting;
-  net::TcpStream stream_;
+  Transport stream_;
   std::unique_ptr<FrameWriter> writer_;
   FrameReader input_;  // reads stream_ (declared after it)
   wire::Metadata metadata_;

@@ -60,7 +60,8 @@ tern::Result<RawFrame> FrameReader::next() {
     }
     capacity_ = std::max(capacity_, buffer_capacity_for(in_.size() + kReadSize));
     ++reads_;
-    tern::Result<std::size_t> got = in_.read_from(stream_, frame_deadline, kReadSize);
+    tern::Result<std::size_t> got = stream_.read(in_.writable(kReadSize), frame_deadline);
+    if (got) in_.commit(*got);
     if (!got) {
       // Timing out with part of a frame in: the frame deadline (or the stream's own timeout)
       // passed in the middle of a frame.

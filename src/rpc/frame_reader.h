@@ -9,7 +9,7 @@
 #include "frame.h"
 #include "tern/base/result.h"
 #include "tern/net/buffer.h"
-#include "tern/net/tcp_stream.h"
+#include "transport.h"
 
 namespace tern::rpc::detail {
 
@@ -36,7 +36,7 @@ class FrameReader {
   // Reads from `stream` (which must outlive the reader) frames within `limits`. With a
   // `frame_timeout` above zero, once a frame's first byte has arrived the rest must follow
   // within it (time between frames is not limited by it).
-  FrameReader(net::TcpStream& stream, const Limits& limits,
+  FrameReader(Transport& stream, const Limits& limits,
               std::chrono::milliseconds frame_timeout = std::chrono::milliseconds(0)) noexcept
       : stream_(stream), limits_(limits), frame_timeout_(frame_timeout) {}
 
@@ -67,7 +67,7 @@ class FrameReader {
   std::chrono::milliseconds frame_timeout() const noexcept { return frame_timeout_; }
 
  private:
-  net::TcpStream& stream_;
+  Transport& stream_;
   const Limits& limits_;
   std::chrono::milliseconds frame_timeout_;
   net::Buffer in_;

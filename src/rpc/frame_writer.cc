@@ -2,15 +2,13 @@
 
 #include <utility>
 
-#include "tern/io/io.h"
-
 namespace tern::rpc::detail {
 
 void FrameWriter::flush(bool alone) noexcept {
   if (!idle_) return;  // the writer is running and takes everything appended before it waits
   if (alone && !stopping_ && !pending_.empty()) {
     const std::size_t size = pending_.size();
-    tern::Result<std::size_t> sent = io::try_send(stream_.fd(), pending_.readable());
+    tern::Result<std::size_t> sent = stream_.try_send(pending_.readable());
     if (sent) pending_.consume(*sent);
     if (pending_.empty()) {
       if (retained_size_ != 0 && size > retained_size_) pending_ = net::Buffer();

@@ -7,7 +7,7 @@
 #include "tern/base/result.h"
 #include "tern/fiber/event.h"
 #include "tern/net/buffer.h"
-#include "tern/net/tcp_stream.h"
+#include "transport.h"
 
 namespace tern::rpc::detail {
 
@@ -16,7 +16,7 @@ namespace tern::rpc::detail {
 // replies finished in the same scheduling round share a system call. Fibers of one worker.
 class alignas(64) FrameWriter {
  public:
-  explicit FrameWriter(net::TcpStream& stream) : stream_(stream) {}
+  explicit FrameWriter(Transport& stream) : stream_(stream) {}
 
   // Where to append frames; call wake() afterwards.
   net::Buffer& buffer() noexcept { return pending_; }
@@ -58,7 +58,7 @@ class alignas(64) FrameWriter {
 
   // What every call reads (the stream, the buffer it appends to, the flags) comes first, on one
   // cache line: with thousands of connections a connection's writer is rarely in cache.
-  net::TcpStream& stream_;
+  Transport& stream_;
   net::Buffer pending_;
   bool idle_ = false;
   bool stopping_ = false;

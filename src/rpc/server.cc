@@ -70,7 +70,8 @@ tern::Result<net::Address> Server::start(const net::Address& address) {
   state_->stopping.store(false, std::memory_order_release);
   State* state = state_.get();
   state_->tcp = std::make_unique<net::TcpServer>(options_.tcp, [this, state](net::TcpStream& s) {
-    detail::ServerConnection connection(*this, *state, s);
+    detail::Transport transport(std::move(s));
+    detail::ServerConnection connection(*this, *state, transport);
     connection.serve();
   });
   tern::Result<net::Address> bound = state_->tcp->start(address);

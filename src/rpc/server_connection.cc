@@ -51,8 +51,7 @@ void raise_to(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
 
 }  // namespace
 
-ServerConnection::ServerConnection(const Server& server, Server::State& state,
-                                   net::TcpStream& stream)
+ServerConnection::ServerConnection(const Server& server, Server::State& state, Transport& stream)
     : server_(server),
       state_(state),
       stream_(stream),

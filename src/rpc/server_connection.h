@@ -16,7 +16,7 @@
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/wait_group.h"
-#include "tern/net/tcp_stream.h"
+#include "transport.h"
 
 namespace tern::rpc::detail {
 
@@ -24,7 +24,7 @@ namespace tern::rpc::detail {
 // calls hand their replies back here. Fibers of the connection's worker.
 class ServerConnection {
  public:
-  ServerConnection(const Server& server, Server::State& state, net::TcpStream& stream);
+  ServerConnection(const Server& server, Server::State& state, Transport& stream);
 
   // Serves the connection until the peer closes it, a protocol error, or the server stops; then
   // waits for its calls to finish. The TcpServer handler's body.
@@ -89,7 +89,7 @@ class ServerConnection {
 
   const Server& server_;
   Server::State& state_;
-  net::TcpStream& stream_;
+  Transport& stream_;
   FrameWriter writer_;
   FrameReader input_;
   wire::Metadata metadata_;

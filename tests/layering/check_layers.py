@@ -34,7 +34,7 @@ LAYERS = {
     "net": {"io", "fiber", "log", "prof", "base"},
     "hook": {"io", "fiber", "log", "prof", "base"},
     "admin": {"tls", "net", "io", "fiber", "log", "prof", "base"},
-    "rpc": {"net", "io", "fiber", "log", "prof", "base"},
+    "rpc": {"tls", "net", "io", "fiber", "log", "prof", "base"},
     "tls": {"net", "io", "fiber", "log", "prof", "base"},
 }
 

@@ -18,6 +18,7 @@
 #include "rpc/codec.h"
 #include "rpc/frame.h"
 #include "rpc/frame_reader.h"
+#include "rpc/transport.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/net/buffer.h"
@@ -49,7 +50,7 @@ struct ReaderOnAPair {
       : limits(reader_limits), reader(near, limits, frame_timeout) {}
 
   std::pair<TcpStream, TcpStream> ends = stream_pair();
-  TcpStream& near = ends.first;
+  tern::rpc::detail::Transport near{std::move(ends.first)};
   TcpStream& far = ends.second;
   Limits limits;
   FrameReader reader;
@@ -115,7 +116,7 @@ const std::vector<Expected>& sample_frames() {
 TEST(FrameReader, FramesSplitByteByByte) {
   on_one_worker([] {
     ReaderOnAPair pair;
-    TcpStream& near = pair.near;
+    TcpStream& near = pair.near.tcp();
     TcpStream& far = pair.far;
     FrameReader& reader = pair.reader;
     const std::vector<Expected> frames(sample_frames().begin(), sample_frames().begin() + 4);
