@@ -5,6 +5,7 @@ by side, ratios to the best peer, the machine and the versions; plots are drawn 
 the plotting virtualenv's python (bench/suite/venv.sh) when it is there.
 
     python3 bench/suite/report.py RESULTS.json [--output bench/REPORT.md] [--plot-python PY]
+                                  [--merge]
 """
 
 import argparse
@@ -43,7 +44,8 @@ def ratio(a, b):
 
 # The figure by which a comparison table picks each server's median round.
 ROUND_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s",
-                "hook-redis": "rps", "hook-pingpong": "mb_per_s", "hook-rpc": "tps"}
+                "hook-redis": "rps", "hook-pingpong": "mb_per_s", "hook-rpc": "tps",
+                "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s"}
 
 
 def round_key(run):
@@ -106,6 +108,14 @@ def tern_and_best_peer(values):
     def best(names):
         return max([v for s, v in values.items() if s in names and v is not None], default=None)
     return best(TERN), best([s for s in values if is_peer(s)])
+
+
+def cpu_us_per_session(run):
+    """The server's CPU time per session of a sessions run, in µs."""
+    cpu, elapsed, sessions = run.get("server_cpu_pct"), fig(run, "elapsed_s"), fig(run, "sessions")
+    if not (cpu and elapsed and sessions):
+        return None
+    return cpu / 100.0 * elapsed / sessions * 1e6
 
 
 def ran_in_rounds(runs):
@@ -579,6 +589,91 @@ class Report:
         self.write(table(["benchmark", "backend", "tern", "tern + tern::hook", "÷ tern"] +
                          (["each round"] if rounds else []), rows))
 
+    def tls(self):
+        pingpong, handshakes = self.by_table("tls-pingpong"), self.by_table("tls-handshakes")
+        if not (pingpong or handshakes):
+            return
+        self.write("## TLS: pingpong and handshakes (tern vs asio::ssl and Go crypto/tls)\n")
+        self.write("`tern-echo --tls-cert` against `asio_echo --tls-cert` (asio::ssl on the same "
+                   "OpenSSL as tern) and `go_echo -tls-cert` (Go's crypto/tls), each with one "
+                   "thread and the same self-signed ECDSA P-256 certificate; the client is "
+                   "`tern-bench --tls` (OpenSSL, X25519, the certificate not checked), one "
+                   "thread. tern runs at its defaults (`tern`: epoll, `tern-uring`: io_uring). "
+                   "Per server CPU-second: the figure divided by the server's CPU use. tern's "
+                   "targets: pingpong ≥ 1.1× the best peer, full handshakes ≥ 1.0×, resumed "
+                   "≥ 1.2×.\n")
+        rounds = ran_in_rounds(pingpong + handshakes)
+        if pingpong:
+            self.tls_pingpong(pingpong, rounds)
+        if handshakes:
+            self.tls_handshakes(handshakes, rounds)
+        self.write("**c. RPC over TLS** (`tern-bench rpc --tls`, table `tls-rpc`): not in this "
+                   "run.\n")
+
+    def tls_pingpong(self, runs, rounds):
+        self.write("**a. Pingpong, 16 KiB blocks over TLS**: MB/s read by the client, every "
+                   "byte checked; then the server's CPU (% of one CPU) and MB per server "
+                   "CPU-second.\n")
+        servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
+        cells = defaultdict(dict)
+        for r in runs:
+            cells[r.get("params", {}).get("sessions")][server_of(r)] = r
+        rows, cpu_rows = [], []
+        for sessions in sorted(k for k in cells if k is not None):
+            here = [cells[sessions].get(s) for s in servers]
+            tern_best, best = tern_and_best_peer(
+                {s: fig(r, "mb_per_s") for s, r in cells[sessions].items()})
+            row = [sessions] + [fmt(fig(r, "mb_per_s")) + mark(r) if r else "–" for r in here]
+            row += [fmt(best), ratio(tern_best, best)]
+            if rounds:
+                row.append(self.round_ratios(cells[sessions], "mb_per_s"))
+            rows.append(row)
+            cpu_rows.append([sessions] + [
+                f"{fmt(r.get('server_cpu_pct'))} %, {fmt(per_cpu_second(fig(r, 'mb_per_s'), r.get('server_cpu_pct')))}"
+                if r else "–" for r in here])
+        self.write(table(["sessions"] + servers + ["best peer", "tern ÷ best peer"] +
+                         (["tern ÷ best peer, each round"] if rounds else []), rows))
+        self.write(table(["sessions"] + [f"{s}: CPU, MB per CPU-s" for s in servers], cpu_rows))
+
+    def tls_handshakes(self, runs, rounds):
+        self.write("**b. Handshakes**: short sessions of `tern-bench sessions --tls` (connect, "
+                   "handshake, one 8-byte echo, close; 10 in flight), full handshakes (TLS 1.3, "
+                   "ECDHE X25519, ECDSA P-256 signature) and with `--tls-resume` (the client "
+                   "offers the last session's ticket; `resumed` is the share it got). Sessions "
+                   "per second; server CPU per session in µs; sessions per server CPU-second.\n")
+        servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
+        cells = defaultdict(dict)
+        for r in runs:
+            kind = "resumed" if r.get("params", {}).get("tls_resume") else "full"
+            cells[kind][server_of(r)] = r
+        rows, cpu_rows = [], []
+        for kind in ("full", "resumed"):
+            if kind not in cells:
+                continue
+            here = [cells[kind].get(s) for s in servers]
+            tern_best, best = tern_and_best_peer(
+                {s: fig(r, "sessions_per_s") for s, r in cells[kind].items()})
+            row = [kind] + [fmt(fig(r, "sessions_per_s")) + mark(r) if r else "–" for r in here]
+            row += [fmt(best), ratio(tern_best, best)]
+            if rounds:
+                row.append(self.round_ratios(cells[kind], "sessions_per_s"))
+            rows.append(row)
+            cpu_row = [kind]
+            for r in here:
+                if not r:
+                    cpu_row.append("–")
+                    continue
+                text = (f"{fmt(cpu_us_per_session(r))} µs, "
+                        f"{fmt(per_cpu_second(fig(r, 'sessions_per_s'), r.get('server_cpu_pct')))}")
+                if kind == "resumed" and fig(r, "sessions"):
+                    text += f", {100 * (fig(r, 'tls_resumed') or 0) / fig(r, 'sessions'):.0f} % resumed"
+                cpu_row.append(text)
+            cpu_rows.append(cpu_row)
+        self.write(table(["handshakes"] + servers + ["best peer", "tern ÷ best peer"] +
+                         (["tern ÷ best peer, each round"] if rounds else []), rows))
+        self.write(table(["handshakes"] + [f"{s}: CPU per session, per CPU-s" for s in servers],
+                         cpu_rows))
+
     def problems(self):
         bad = [r for r in self.all_runs if r.get("suite", {}).get("problem")]
         if not bad:
@@ -603,7 +698,7 @@ class Report:
         for name in done.stdout.split():
             self.write(f"![{name}]({rel}/{name})\n")
 
-    def render(self, output_path, plot_python):
+    def render(self, output_path, plot_python, plots=True):
         self.output_path = output_path
         self.machine()
         self.switch()
@@ -614,9 +709,51 @@ class Report:
         self.pingpong()
         self.sessions()
         self.hooks()
+        self.tls()
         self.problems()
-        self.plots(plot_python, os.path.join(os.path.dirname(output_path), "plots"))
+        if plots:
+            self.plots(plot_python, os.path.join(os.path.dirname(output_path), "plots"))
         return "\n".join(self.out) + "\n"
+
+
+def split_sections(text):
+    """The text before the first "## " heading, and [(heading line, section text)]."""
+    head, sections = [], []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("## "):
+            sections.append([line.rstrip("\n"), line])
+        elif sections:
+            sections[-1][1] += line
+        else:
+            head.append(line)
+    return "".join(head), [tuple(s) for s in sections]
+
+
+# Sections that belong to the run named at the top of the report, never merged in.
+WHOLE_RUN_SECTIONS = ("## Problems in this run", "## Plots")
+
+
+def merged(existing, fresh, stamp):
+    """`existing` report with the sections `fresh` measured (a run of some tables only,
+    run.py --only) put in place of the sections of the same heading, or before the problems
+    and plots when new; every other section of `existing` is kept as it was. A merged section
+    says which results file it comes from."""
+    _, new_sections = split_sections(fresh)
+    head, old_sections = split_sections(existing)
+    keep = [(h, t) for h, t in old_sections]
+    for heading, text in new_sections:
+        if heading in WHOLE_RUN_SECTIONS or "Not measured in this run" in text:
+            continue
+        first, _, rest = text.partition("\n")
+        text = (f"{first}\n\nFrom `bench/results/{stamp}.json` (run.py --only), not the run "
+                f"named at the top of this report.\n{rest}")
+        at = next((i for i, (h, _) in enumerate(keep) if h == heading), None)
+        if at is None:
+            at = next((i for i, (h, _) in enumerate(keep) if h in WHOLE_RUN_SECTIONS), len(keep))
+            keep.insert(at, (heading, text))
+        else:
+            keep[at] = (heading, text)
+    return head + "".join(t if t.endswith("\n") else t + "\n" for _, t in keep)
 
 
 def main():
@@ -626,6 +763,9 @@ def main():
     parser.add_argument("--output", default=os.path.join(REPO, "bench", "REPORT.md"))
     parser.add_argument("--plot-python", default=None,
                         help="python with matplotlib (default: build/bench-venv/bin/python if present)")
+    parser.add_argument("--merge", action="store_true",
+                        help="replace only the sections this results file measured in the "
+                             "existing --output (for a run of some tables) and keep the rest")
     args = parser.parse_args()
     with open(args.results) as f:
         results = json.load(f)
@@ -633,7 +773,13 @@ def main():
     default_venv = os.path.join(REPO, "build", "bench-venv", "bin", "python")
     if plot_python is None and os.access(default_venv, os.X_OK):
         plot_python = default_venv
-    text = Report(results).render(os.path.abspath(args.output), plot_python)
+    if args.merge and os.path.exists(args.output):
+        # The plots belong to the whole run at the top of the report: not redrawn.
+        fresh = Report(results).render(os.path.abspath(args.output), None, plots=False)
+        with open(args.output) as f:
+            text = merged(f.read(), fresh, results["machine"]["stamp"])
+    else:
+        text = Report(results).render(os.path.abspath(args.output), plot_python)
     with open(args.output, "w") as f:
         f.write(text)
     print(f"report: wrote {args.output}")

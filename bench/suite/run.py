@@ -10,12 +10,15 @@ time. Before each cell the suite waits (at most --quiet-wait seconds) for the ma
 90% idle, and it records how much CPU other processes took while the cell ran."""
 
 import argparse
+import atexit
 import datetime
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -46,7 +49,7 @@ def parse_args():
                         help="the whole matrix (about 90 minutes in three rounds; the quick "
                         "pass takes about 17)")
     parser.add_argument("--only", default="",
-                        help="comma-separated tables: switch,000,001,002,003,004,hook")
+                        help="comma-separated tables: switch,000,001,002,003,004,hook,tls")
     parser.add_argument("--seconds", type=float, default=None,
                         help="seconds per throughput cell (default: 3 quick, 5 full)")
     parser.add_argument("--quiet-wait", type=float, default=10.0,
@@ -107,6 +110,22 @@ class Suite:
         self.tern_bench = os.path.join(self.build, "tools", "tern-bench", "tern-bench")
         self.switch_peers = os.path.join(self.build, "bench", "switch_peers")
         self.failures = []
+        self.tls = None
+
+    def tls_files(self):
+        """(certificate, key): a self-signed ECDSA P-256 certificate for 127.0.0.1, made once
+        per run with the openssl command line in a folder removed at exit."""
+        if self.tls is None:
+            folder = tempfile.mkdtemp(prefix="tern-bench-tls-")
+            atexit.register(shutil.rmtree, folder, True)
+            cert, key = os.path.join(folder, "server.crt"), os.path.join(folder, "server.key")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                            "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
+                            "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                            "-keyout", key, "-out", cert],
+                           check=True, capture_output=True)
+            self.tls = (cert, key)
+        return self.tls
 
     def program(self, cell):
         return self.switch_peers if cell.get("program") == "switch_peers" else self.tern_bench
@@ -133,7 +152,9 @@ class Suite:
                               "sleeping while a CPU is spare")
             server_command = self.catalog.command(server_name, server_threads,
                                                   cell.get("server_mode", "echo"),
-                                                  cell.get("buf", 16384)) + idle_poll
+                                                  cell.get("buf", 16384),
+                                                  self.tls_files() if cell.get("tls") else None
+                                                  ) + idle_poll
             server = servers.RunningServer(server_name, server_command, server_cpus)
             if cell.get("client") == "peer":
                 command = self.catalog.rpc_client_command(server_name, server.port, cell["args"])
@@ -293,8 +314,9 @@ def main():
             print(f"suite: {program} is missing: build with -DTERN_BUILD_BENCH=ON", file=sys.stderr)
             return 1
     path = suite.run(cells)
+    # A run of some tables (--only) replaces their sections of the report and keeps the others.
     report = [sys.executable, os.path.join(REPO, "bench", "suite", "report.py"), path,
-              "--output", args.report]
+              "--output", args.report] + (["--merge"] if only else [])
     subprocess.run(report, check=False)
     if suite.failures:
         print("suite: these cells failed or were not verified:", file=sys.stderr)

@@ -103,10 +103,13 @@ class Catalog:
         """The names from `names` whose binaries exist."""
         return [n for n in names if n not in self.skipped]
 
-    def command(self, name, threads, mode="echo", buf=16384):
+    def command(self, name, threads, mode="echo", buf=16384, tls=None):
         """The command line starting server `name` on 127.0.0.1, port 0 (mode "rpc": the
-        report 001 BenchmarkService server of that name)."""
+        report 001 BenchmarkService server of that name). tls: (certificate, key) files to
+        serve TLS with (the echo servers tern, asio and go)."""
         common = ["--host", "127.0.0.1", "--port", "0"]
+        if tls:
+            common += ["--tls-cert", tls[0], "--tls-key", tls[1]]
         if mode == "rpc":
             path = self.rpc_servers[name]
             if name in TERN_BACKENDS:

@@ -224,5 +224,37 @@ class ReportTest(unittest.TestCase):
         self.assertNotIn("seed", text.lower())
 
 
+
+class MergeTest(unittest.TestCase):
+    EXISTING = ("# report (quick pass, A)\n\nhead\n\n## 003: pingpong\n\nold 003\n\n"
+                "## TLS: x\n\nold tls\n\n## Plots\n\nplots\n")
+
+    def test_a_run_of_one_table_replaces_its_section_and_keeps_the_others(self):
+        fresh = ("# report (quick pass, B)\n\n## 001: RPC\n\nNot measured in this run.\n\n"
+                 "## TLS: x\n\nnew tls\n\n## Problems in this run\n\n- p\n")
+        text = report.merged(self.EXISTING, fresh, "B")
+        self.assertIn("old 003", text)
+        self.assertIn("new tls", text)
+        self.assertNotIn("old tls", text)
+        self.assertNotIn("## 001", text)
+        self.assertNotIn("Problems", text)
+        self.assertIn("From `bench/results/B.json`", text)
+        self.assertTrue(text.startswith("# report (quick pass, A)"))
+
+    def test_a_new_section_goes_before_the_plots(self):
+        fresh = "# report\n\n## Hooks: y\n\nhooks\n"
+        text = report.merged(self.EXISTING, fresh, "C")
+        self.assertLess(text.index("## Hooks: y"), text.index("## Plots"))
+        self.assertLess(text.index("## TLS: x"), text.index("## Hooks: y"))
+
+    def test_the_tls_table_runs_tern_at_defaults_against_asio_and_go(self):
+        cells = tables.tls_cells(2.0, False)
+        self.assertTrue(all(c["tls"] and "--tls" in c["args"] for c in cells))
+        self.assertEqual({c["server"] for c in cells}, {"tern", "tern-uring", "asio", "go"})
+        self.assertFalse(any(run.idle_poll_args(c["server"]) for c in cells))
+        resumed = [c for c in cells if "--tls-resume" in c["args"]]
+        self.assertEqual(len(resumed), len(tables.TLS_HANDSHAKE_SERVERS))
+
+
 if __name__ == "__main__":
     unittest.main()

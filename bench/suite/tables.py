@@ -18,6 +18,12 @@ A cell is a dict:
                   server's own client from bench/peers: grpc_rpc_client, rpcx/erpc_rpc_client)
   group           the servers' cells of one comparison (same load, one cell per server) share a
                   group name: the runner repeats a group in rounds (run.py --rounds)
+  tls             the server serves TLS with the suite's test certificate (ECDSA P-256) and the
+                  client adds --tls; tern runs at its defaults (no --idle-poll)
+
+The "tls" table is made of tables "tls-pingpong" and "tls-handshakes"; RPC over TLS belongs in
+table "tls-rpc" (tern-bench rpc --tls against tern-rpc-server and gRPC over TLS), which
+report.py shows in the same section.
 """
 
 # Servers compared in each table; peers missing on this machine are skipped by the runner.
@@ -25,6 +31,9 @@ ECHO_PEERS = ["asio", "go", "tokio"]
 TRAFFIC_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
 PINGPONG_SERVERS = ["tern", "tern-uring"] + ECHO_PEERS
 SESSIONS_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
+# The "tls" table: tern-echo --tls-cert against asio::ssl and Go crypto/tls echo servers.
+TLS_PINGPONG_SERVERS = ["tern", "tern-uring", "asio", "go"]
+TLS_HANDSHAKE_SERVERS = ["tern", "asio", "go"]
 # Report 001: tern-rpc-server on both backends and the RPC peers, each driven by its own client.
 RPC_SERVERS = ["tern", "tern-uring", "grpc-sync", "grpc-callback", "rpcx", "erpc"]
 # tern runs at its defaults (no idle polling) in every headline column. This labelled variant,
@@ -132,6 +141,32 @@ def sessions_cells(total, full):
     return cells
 
 
+def tls_cells(seconds, full):
+    """Pingpong of 16 KiB blocks over TLS at 1, 10 and 100 sessions, then short sessions that
+    each make a full (or, with --tls-resume, a resumed) handshake and one 8-byte echo: one server
+    thread, one client thread, tern at its defaults."""
+    cells = []
+    for sessions in (1, 10, 100):
+        for server in TLS_PINGPONG_SERVERS:
+            cells.append({
+                "table": "tls-pingpong", "group": f"tls pingpong {sessions} s", "tls": True,
+                "mode": "pingpong", "server": server, "server_threads": 1,
+                "server_mode": "echo", "buf": 16384, "client_threads": 1,
+                "args": ["--tls", "--block", "16384", "--sessions", str(sessions),
+                         "--duration", str(seconds)]})
+    total = 5000 if full else 1500
+    for kind, extra in (("full", []), ("resumed", ["--tls-resume"])):
+        for server in TLS_HANDSHAKE_SERVERS:
+            cells.append({
+                "table": "tls-handshakes", "group": f"tls {kind} handshakes", "tls": True,
+                "mode": "sessions", "server": server, "server_threads": 1,
+                "server_mode": "echo", "buf": 16384, "client_threads": 1, "label": kind,
+                "args": ["--tls"] + extra + ["--total", str(total), "--in-flight", "10",
+                                             "--messages", "1", "--size", "8", "--workers", "1",
+                                             "--duration", "60"]})
+    return cells
+
+
 def rpc_cells(total):
     """Report 001: -c clients, each with its own connection, make `total` calls in all. Every
     server runs one thread and every client one (tern-bench --workers 1, the peers' clients
@@ -200,6 +235,7 @@ def all_cells(full, seconds, only=None):
         "003": pingpong_cells(seconds, full),
         "004": sessions_cells(50_000 if full else 20_000, full),
         "hook": hook_cells(seconds, full),
+        "tls": tls_cells(seconds if full else min(seconds, 2.0), full),
     }
     cells = []
     for name, table_cells in tables.items():

@@ -1,10 +1,11 @@
 // asio_echo: the peer echo server of the pingpong benchmark (report 003,
 // docs/benchmark-methods.md), written with standalone asio (Debian's libasio-dev) in asio's classic
 // style: per connection, an async_read_some into a block-sized buffer, an async_write of the bytes
-// read, repeat.
+// read, repeat. With --tls-cert and --tls-key every connection runs over asio::ssl (OpenSSL, the
+// same library as tern's TLS): the handshake first, then the same loop on the ssl::stream.
 //
 //   asio_echo [--host 127.0.0.1] [--port 0] [--threads 1] [--block 16384]
-//             [--model contexts|shared] [--duration 0]
+//             [--model contexts|shared] [--duration 0] [--tls-cert FILE --tls-key FILE]
 //
 // Threads: 1 runs one io_context on one thread. N > 1 runs either N io_contexts, each on its own
 // thread with its own SO_REUSEPORT acceptor (--model contexts, the default: the faster on
@@ -16,13 +17,16 @@
 
 #include <CLI/CLI.hpp>
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstddef>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -36,41 +40,64 @@ struct Config {
   std::size_t block = 16 * 1024;
   std::string model = "contexts";
   double duration = 0;
+  std::string tls_cert;
+  std::string tls_key;
 };
 
-// One connection: reads what is there into its block, writes exactly those bytes back, repeats
-// until the peer closes or an error. Lives as long as an operation of it is pending.
-class Session : public std::enable_shared_from_this<Session> {
+// One connection over Stream (a tcp::socket, or an ssl::stream over one): reads what is there
+// into its block, writes exactly those bytes back, repeats until the peer closes or an error.
+// Lives as long as an operation of it is pending.
+template <typename Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, std::size_t block) : socket_(std::move(socket)), data_(block) {}
+  Session(Stream socket, std::size_t block) : socket_(std::move(socket)), data_(block) {}
 
-  void start() { receive(); }
+  void start() {
+    if constexpr (std::is_same_v<Stream, tcp::socket>) {
+      receive();
+    } else {
+      socket_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](std::error_code error) {
+                                if (!error) self->receive();
+                              });
+    }
+  }
 
  private:
   void receive() {
-    socket_.async_read_some(asio::buffer(data_),
-                            [self = shared_from_this()](std::error_code error, std::size_t n) {
-                              if (!error) self->reply(n);
-                            });
+    socket_.async_read_some(asio::buffer(data_), [self = this->shared_from_this()](
+                                                     std::error_code error, std::size_t n) {
+      if (!error)
+        self->reply(n);
+      else if (error == asio::error::eof)
+        self->finish();
+    });
   }
 
   void reply(std::size_t n) {
     asio::async_write(socket_, asio::buffer(data_.data(), n),
-                      [self = shared_from_this()](std::error_code error, std::size_t) {
+                      [self = this->shared_from_this()](std::error_code error, std::size_t) {
                         if (!error) self->receive();
                       });
   }
 
-  tcp::socket socket_;
+  // The peer closed cleanly: over TLS, answer its close_notify with ours.
+  void finish() {
+    if constexpr (!std::is_same_v<Stream, tcp::socket>)
+      socket_.async_shutdown([self = this->shared_from_this()](std::error_code) {});
+  }
+
+  Stream socket_;
   std::vector<char> data_;
 };
 
 // Accepts connections on one acceptor and starts a Session on the acceptor's io_context.
 class Listener {
  public:
+  // tls: null for plaintext, else the server context every connection's handshake uses.
   Listener(asio::io_context& context, const tcp::endpoint& endpoint, bool reuse_port,
-           std::size_t block)
-      : acceptor_(context), block_(block) {
+           std::size_t block, asio::ssl::context* tls)
+      : acceptor_(context), block_(block), tls_(tls) {
     acceptor_.open(endpoint.protocol());
     acceptor_.set_option(tcp::acceptor::reuse_address(true));
     if (reuse_port) {
@@ -96,7 +123,13 @@ class Listener {
       if (!error) {
         std::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
-        std::make_shared<Session>(std::move(socket), block_)->start();
+        if (tls_ == nullptr) {
+          std::make_shared<Session<tcp::socket>>(std::move(socket), block_)->start();
+        } else {
+          using TlsStream = asio::ssl::stream<tcp::socket>;
+          std::make_shared<Session<TlsStream>>(TlsStream(std::move(socket), *tls_), block_)
+              ->start();
+        }
       }
       accept();
     });
@@ -104,6 +137,7 @@ class Listener {
 
   tcp::acceptor acceptor_;
   std::size_t block_;
+  asio::ssl::context* tls_;
 };
 
 }  // namespace
@@ -127,7 +161,14 @@ int main(int argc, char** argv) {
                  "thread) or shared (one io_context run by every thread)")
       ->capture_default_str();
   app.add_option("--duration", config.duration, "stop after this many seconds (0: on a signal)");
+  app.add_option("--tls-cert", config.tls_cert,
+                 "serve TLS (asio::ssl) with this PEM certificate chain (with --tls-key)");
+  app.add_option("--tls-key", config.tls_key, "the PEM private key of --tls-cert");
   CLI11_PARSE(app, argc, argv);
+  if (config.tls_cert.empty() != config.tls_key.empty()) {
+    std::fprintf(stderr, "asio_echo: --tls-cert and --tls-key go together\n");
+    return 2;
+  }
   if (config.threads == 0) config.threads = 1;
   if (config.block == 0) config.block = 1;
   if (config.model != "contexts" && config.model != "shared") {
@@ -145,11 +186,22 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < context_count; ++i)
       contexts.push_back(std::make_unique<asio::io_context>(hint));
 
+    // OpenSSL's defaults, as a plain asio::ssl server has them: TLS 1.2 and 1.3, session
+    // tickets on, X25519 first.
+    std::optional<asio::ssl::context> tls;
+    if (!config.tls_cert.empty()) {
+      tls.emplace(asio::ssl::context::tls_server);
+      tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                       asio::ssl::context::no_tlsv1_1);
+      tls->use_certificate_chain_file(config.tls_cert);
+      tls->use_private_key_file(config.tls_key, asio::ssl::context::pem);
+    }
     std::vector<std::unique_ptr<Listener>> listeners;
     tcp::endpoint endpoint(asio::ip::make_address(config.host), config.port);
     for (std::size_t i = 0; i < context_count; ++i) {
-      listeners.push_back(
-          std::make_unique<Listener>(*contexts[i], endpoint, per_thread, config.block));
+      listeners.push_back(std::make_unique<Listener>(*contexts[i], endpoint, per_thread,
+                                                     config.block, tls ? &*tls : nullptr));
       endpoint = listeners.front()->local_endpoint();  // the others share the port picked first
     }
 
@@ -168,10 +220,11 @@ int main(int argc, char** argv) {
     }
     for (auto& listener : listeners) listener->start();
 
-    std::printf("asio_echo: listening on %s:%u (%zu threads, %s, block %zu, asio %d.%d.%d)\n",
+    std::printf("asio_echo: listening on %s:%u (%zu threads, %s, block %zu, %s, asio %d.%d.%d)\n",
                 endpoint.address().to_string().c_str(), endpoint.port(), config.threads,
                 per_thread ? "an io_context per thread" : "one io_context", config.block,
-                ASIO_VERSION / 100000, ASIO_VERSION / 100 % 1000, ASIO_VERSION % 100);
+                tls ? OpenSSL_version(OPENSSL_VERSION) : "plaintext", ASIO_VERSION / 100000,
+                ASIO_VERSION / 100 % 1000, ASIO_VERSION % 100);
     std::fflush(stdout);
 
     std::vector<std::thread> threads;

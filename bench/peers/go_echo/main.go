@@ -1,14 +1,18 @@
 // go_echo: the Go peer echo server of tern's benchmarks (report 003 pingpong, 000 echo,
 // 004 sessions), written the way Go servers are: one goroutine per connection doing blocking
 // Read/Write on a reused buffer, the runtime's netpoller underneath. Standard library only.
+// With -tls-cert and -tls-key every connection is served over crypto/tls (the peer of the
+// "tls" table: handshakes with Go's defaults, X25519 first, session tickets on).
 //
 //	go_echo [--host 127.0.0.1] [--port 0] [--threads 1] [--buf 16384] [--duration 0]
+//	        [--tls-cert server.crt --tls-key server.key]
 //
 // Prints "go_echo: listening on HOST:PORT (...)" once it accepts; stops on SIGINT/SIGTERM or
 // after --duration seconds, exit status 0.
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +29,7 @@ import (
 // server tracks the live connections so a stop can close them.
 type server struct {
 	listener net.Listener
+	tls      *tls.Config // nil: plaintext
 	buf      int
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{}
@@ -66,8 +71,9 @@ func (s *server) track(conn net.Conn) bool {
 
 // echo writes back every byte it reads until the peer closes or resets the connection.
 func (s *server) echo(conn net.Conn) {
+	stream := conn
 	defer func() {
-		conn.Close()
+		stream.Close() // over TLS, sends close_notify first
 		s.mu.Lock()
 		delete(s.conns, conn)
 		s.mu.Unlock()
@@ -76,11 +82,15 @@ func (s *server) echo(conn net.Conn) {
 	if tcp, ok := conn.(*net.TCPConn); ok {
 		tcp.SetNoDelay(true)
 	}
+	if s.tls != nil {
+		// The handshake runs on the first Read; a failed one ends the connection.
+		stream = tls.Server(conn, s.tls)
+	}
 	buf := make([]byte, s.buf)
 	for {
-		n, err := conn.Read(buf)
+		n, err := stream.Read(buf)
 		if n > 0 {
-			if _, werr := conn.Write(buf[:n]); werr != nil {
+			if _, werr := stream.Write(buf[:n]); werr != nil {
 				return
 			}
 		}
@@ -115,6 +125,8 @@ func main() {
 	threads := flag.Int("threads", 1, "GOMAXPROCS: OS threads running Go code at once (0: Go's default, one per CPU)")
 	buf := flag.Int("buf", 16*1024, "read buffer per connection, bytes")
 	duration := flag.Float64("duration", 0, "stop after this many seconds (0: on a signal)")
+	tlsCert := flag.String("tls-cert", "", "serve TLS with this PEM certificate chain (with -tls-key)")
+	tlsKey := flag.String("tls-key", "", "the PEM private key of -tls-cert")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "go_echo: unexpected argument %q\n", flag.Arg(0))
@@ -128,13 +140,27 @@ func main() {
 		*buf = 1
 	}
 
+	var tlsConfig *tls.Config
+	if (*tlsCert == "") != (*tlsKey == "") {
+		fmt.Fprintln(os.Stderr, "go_echo: -tls-cert and -tls-key go together")
+		os.Exit(2)
+	}
+	if *tlsCert != "" {
+		pair, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "go_echo: %v\n", err)
+			os.Exit(1)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{pair}}
+	}
+
 	listener, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "go_echo: %v\n", err)
 		os.Exit(1)
 	}
 	addr := listener.Addr().(*net.TCPAddr)
-	s := &server{listener: listener, buf: *buf, conns: make(map[net.Conn]struct{})}
+	s := &server{listener: listener, tls: tlsConfig, buf: *buf, conns: make(map[net.Conn]struct{})}
 
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
@@ -143,8 +169,12 @@ func main() {
 		timeout = time.After(time.Duration(*duration * float64(time.Second)))
 	}
 
-	fmt.Printf("go_echo: listening on %s:%d (GOMAXPROCS %d, buf %d, %s)\n",
-		addr.IP.String(), addr.Port, runtime.GOMAXPROCS(0), *buf, runtime.Version())
+	security := "plaintext"
+	if tlsConfig != nil {
+		security = "crypto/tls"
+	}
+	fmt.Printf("go_echo: listening on %s:%d (GOMAXPROCS %d, buf %d, %s, %s)\n",
+		addr.IP.String(), addr.Port, runtime.GOMAXPROCS(0), *buf, security, runtime.Version())
 	os.Stdout.Sync()
 
 	done := make(chan struct{})
