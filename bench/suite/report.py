@@ -138,9 +138,26 @@ def mark(run):
     return "" if run.get("verified") else " ✗"
 
 
+# The throughput figure of each table that a "per server CPU-second" figure divides by the
+# server's CPU: what a server delivers for one second of its own CPU, which shows the cost of
+# the framework even where the client or the machine sets the rate.
+PER_CPU_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s"}
+
+
+def add_per_server_cpu_second(runs):
+    """Gives every run of a throughput table with a known server CPU the figure
+    per_server_cpu_s (its PER_CPU_FIGURE per second of server CPU)."""
+    for run in runs:
+        key = PER_CPU_FIGURE.get(run.get("suite", {}).get("table"))
+        value = per_cpu_second(fig(run, key), run.get("server_cpu_pct")) if key else None
+        if value is not None:
+            run.setdefault("figures", {})["per_server_cpu_s"] = value
+
+
 class Report:
     def __init__(self, results):
         self.all_runs = results["runs"]
+        add_per_server_cpu_second(self.all_runs)
         self.runs = median_rounds(self.all_runs)
         self.results = dict(results, runs=self.runs)
         self.out = []
@@ -281,10 +298,12 @@ class Report:
                              fmt(fig(r, "pkg_per_s")), fmt(fig(r, "mb_per_s")),
                              fmt(fig(r, "p50_us")), fmt(fig(r, "p99_us")),
                              fmt(r.get("server_cpu_pct")), fmt(r.get("client_cpu_pct")),
+                             fmt(fig(r, "per_server_cpu_s")),
                              ratio(fig(r, "pkg_per_s"), best) if is_tern else "",
                              ratio(fig(r, "pkg_per_s"), epoll) if is_tern else ""])
         self.write(table(["case", "server", "packets", "pkg/s", "MB/s", "p50 µs", "p99 µs",
-                          "server CPU %", "client CPU %", "÷ best peer", "÷ otechod"], rows))
+                          "server CPU %", "client CPU %", "packets per server CPU-second",
+                          "÷ best peer", "÷ otechod"], rows))
 
     def ttcp(self):
         runs = self.by_table("002-ttcp")
@@ -346,12 +365,16 @@ class Report:
             key = (p.get("block_bytes"), p.get("threads"), p.get("sessions"))
             cells[key][server_of(r)] = r
         rounds = ran_in_rounds(runs)
-        rows, cpu_rows = [], []
+        rows, cpu_rows, per_cpu_rows = [], [], []
         for key in sorted(cells, key=lambda k: tuple(x or 0 for x in k)):
             head = [f"{key[0]} B", key[1], key[2]]
             here = [cells[key].get(s) for s in servers]
             row = head + [fmt(fig(r, "mb_per_s")) + mark(r) if r else "–" for r in here]
             cpu_rows.append(head + [fmt(r.get("server_cpu_pct")) if r else "–" for r in here])
+            per_cpu_rows.append(head + [fmt(fig(r, "per_server_cpu_s")) if r else "–"
+                                        for r in here] + [ratio(*tern_and_best_peer(
+                                            {s: fig(r, "per_server_cpu_s")
+                                             for s, r in cells[key].items()}))])
             tern_best, best = tern_and_best_peer(
                 {s: fig(r, "mb_per_s") for s, r in cells[key].items()})
             asio = fig(cells[key]["asio"], "mb_per_s") if "asio" in cells[key] else None
@@ -369,6 +392,10 @@ class Report:
                    "shows near 100% even while it waits for the client.\n")
         self.write(table(["Buffer", "Threads", "Sessions"] + [label(s) for s in servers],
                          cpu_rows))
+        self.write("**MB per second of server CPU** (MB/s ÷ the server's CPU share), the cost of "
+                   "each server's work whoever sets the rate.\n")
+        self.write(table(["Buffer", "Threads", "Sessions"] + [label(s) for s in servers] +
+                         ["tern ÷ best peer"], per_cpu_rows))
 
     def sessions(self):
         runs = self.by_table("004")
@@ -385,7 +412,8 @@ class Report:
         for title, key in (("a. Sessions per second", "sessions_per_s"),
                            ("b. Mean session latency (µs)", "mean_us"),
                            ("c. p99 session latency (µs)", "p99_us"),
-                           ("d. Failed sessions", "failed")):
+                           ("d. Failed sessions", "failed"),
+                           ("e. Sessions per second of server CPU", "per_server_cpu_s")):
             self.write(f"**{title}**\n")
             rows = []
             for in_flight in sorted(k for k in cells if k is not None):
@@ -393,7 +421,7 @@ class Report:
                 for s in servers:
                     r = cells[in_flight].get(s)
                     row.append(fmt(fig(r, key)) + mark(r) if r else "–")
-                if key == "sessions_per_s":
+                if key in ("sessions_per_s", "per_server_cpu_s"):
                     tern = fig(cells[in_flight].get("tern", {}), key)
                     peer_values = [fig(r, key) for s, r in cells[in_flight].items()
                                    if s in ("asio", "go", "tokio")]
@@ -402,7 +430,7 @@ class Report:
                             ratio(tern, best)]
                 rows.append(row)
             extra = ["tern ÷ otechod", "tern ÷ best of asio/go/tokio"] \
-                if key == "sessions_per_s" else []
+                if key in ("sessions_per_s", "per_server_cpu_s") else []
             self.write(table(["in flight"] + [label(s) for s in servers] + extra, rows))
 
     def rpc(self):
@@ -434,7 +462,9 @@ class Report:
             return pick(values) if values else None
 
         for title, key, pick, note in (("a. TPS (calls per second)", "tps", max, "higher is better"),
-                                       ("b. p99 latency (µs)", "p99_us", min, "lower is better")):
+                                       ("b. p99 latency (µs)", "p99_us", min, "lower is better"),
+                                       ("c. Calls per second of server CPU", "per_server_cpu_s",
+                                        max, "higher is better")):
             self.write(f"**{title}**, {note}\n")
             rows = []
             for level in levels:
@@ -452,7 +482,7 @@ class Report:
                      if rounds and key == "tps" else [])
             self.write(table(["clients"] + [label(s) for s in servers] + ["best peer"] +
                              [f"{t} ÷ best peer" for t in TERN] + extra, rows))
-        self.write("**c. Each server in report 001's layout** (latency in µs)\n")
+        self.write("**d. Each server in report 001's layout** (latency in µs)\n")
         for s in servers:
             self.write(f"*{label(s)}*\n")
             rows = []

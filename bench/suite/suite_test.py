@@ -213,6 +213,15 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| 16384 B | 1 | 1 | 600 | 1,800 | 400 | 400 | 1.50× | 1.50× |", text)
         self.assertIn("tern runs at its defaults in every headline column", text)
 
+    def test_pingpong_shows_mb_per_second_of_server_cpu_and_its_ratio(self):
+        runs = [pingpong_run("tern", 900, 1, rounds=1), pingpong_run("asio", 600, 1, rounds=1)]
+        runs[0]["server_cpu_pct"] = 90.0
+        runs[1]["server_cpu_pct"] = 40.0
+        text = self.render(runs)
+        self.assertIn("**MB per second of server CPU**", text)
+        # tern 900 MB/s on 90% of a CPU: 1,000 per CPU-second; asio 600 on 40%: 1,500.
+        self.assertIn("| 16384 B | 1 | 10 | 1,000 | 1,500 | 0.67× |", text)
+
     def test_tables_name_the_reports_of_the_methods_page(self):
         switch = {"mode": "switch", "target": "tern-fiber", "verified": True,
                   "params": {"switches": 1000}, "figures": {"ns_per_switch": 20.0},
