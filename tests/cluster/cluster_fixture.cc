@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
@@ -34,13 +35,22 @@ void ClusterTest::TearDown() {
 
 void ClusterTest::start_servers(int count) {
   for (int i = 0; i < count; ++i) {
-    std::string why;
-    const Host* host = network_->add_host("s" + std::to_string(i + 1), 11 + i, &why);
-    ASSERT_NE(host, nullptr) << why;
-    server_hosts_.push_back(host);
-    servers_.emplace_back();
+    ASSERT_NE(add_server_host(), nullptr);
     ASSERT_TRUE(start_server(server_hosts_.size() - 1));
   }
+}
+
+const Host* ClusterTest::add_server_host() {
+  const int n = static_cast<int>(server_hosts_.size()) + 1;
+  std::string why;
+  const Host* host = network_->add_host("s" + std::to_string(n), 10 + n, &why);
+  if (host == nullptr) {
+    ADD_FAILURE() << why;
+    return nullptr;
+  }
+  server_hosts_.push_back(host);
+  servers_.emplace_back();
+  return host;
 }
 
 bool ClusterTest::start_server(std::size_t index) {
@@ -48,13 +58,17 @@ bool ClusterTest::start_server(std::size_t index) {
   const std::string log = network_->work_dir() + "/" + host.name + ".log";
   auto& server = servers_.at(index);
   server.reset();
-  server = std::make_unique<HostProcess>(
-      network_->in_host(host,
-                        {CLUSTER_SERVER_BINARY, "--name", host.name, "--listen",
-                         host.address + ":" + std::to_string(kServerPort), "--io", backend()}),
-      log);
   // Each start appends to the log: look only past what earlier runs of this server wrote.
-  const std::size_t from = server->log().size();
+  const std::size_t from = std::filesystem::exists(log) ? std::filesystem::file_size(log) : 0;
+  std::vector<std::string> args = {CLUSTER_SERVER_BINARY,
+                                   "--name",
+                                   host.name,
+                                   "--listen",
+                                   host.address + ":" + std::to_string(kServerPort),
+                                   "--io",
+                                   backend()};
+  args.insert(args.end(), server_args_.begin(), server_args_.end());
+  server = std::make_unique<HostProcess>(network_->in_host(host, std::move(args)), log);
   const std::string ready = "cluster_server " + host.name + ": listening on";
   if (!server->running() || !server->wait_for_output(ready, 20s, from)) {
     ADD_FAILURE() << host.name << " did not start: " << server->log();

@@ -30,6 +30,9 @@ class ClusterTest : public ::testing::Test {
   // Adds hosts s1..s<count> and starts cluster_server on each; fails the test when one does not
   // start.
   void start_servers(int count);
+  // Adds the next server host, s<n> at 10.213.0.<10 + n>, without starting its server; nullptr
+  // (with a test failure) if it cannot be made.
+  const Host* add_server_host();
   // Starts (or restarts) the server of server host `index` (0: s1) and waits for it to listen;
   // false, with a test failure, if it does not. Plain threads (use tern::io::offload in fibers).
   bool start_server(std::size_t index);
@@ -52,6 +55,9 @@ class ClusterTest : public ::testing::Test {
   Network& network() { return *network_; }
   const Host& client() const { return *client_; }
 
+  // Arguments every cluster_server start gets besides its name, address and backend (e.g.
+  // "--etcd", endpoints).
+  std::vector<std::string> server_args_;
   std::vector<const Host*> server_hosts_;
   std::vector<std::unique_ptr<HostProcess>> servers_;
 
