@@ -172,25 +172,27 @@ def run_redis_cell(build, cell, children_ticks):
     server counted N SETs and N GETs. Returns one run record (without "suite")."""
     found = programs(build)
     server = RedisServer(found["redis-server"])
-    command = redis_cell_command(found, cell, server.port)
-    busy0, total0 = machine.busy_and_total_ticks()
-    server0 = machine.process_ticks(server.pid) or 0
-    client0 = children_ticks()
-    started = time.monotonic()
     try:
-        out = subprocess.run(command, capture_output=True, text=True, timeout=600)
-        status, stdout, stderr = out.returncode, out.stdout, out.stderr
-    except subprocess.TimeoutExpired:
-        status, stdout, stderr = -1, "", "timed out after 600 s"
-    elapsed = max(time.monotonic() - started, 1e-9)
-    server_ticks = (machine.process_ticks(server.pid) or server0) - server0
-    client_ticks = children_ticks() - client0
-    busy1, total1 = machine.busy_and_total_ticks()
-    try:
-        calls = command_calls(server.port)
-    except OSError:
-        calls = {}
-    server_status = server.stop()
+        command = redis_cell_command(found, cell, server.port)
+        busy0, total0 = machine.busy_and_total_ticks()
+        server0 = machine.process_ticks(server.pid) or 0
+        client0 = children_ticks()
+        started = time.monotonic()
+        try:
+            out = subprocess.run(command, capture_output=True, text=True, timeout=600)
+            status, stdout, stderr = out.returncode, out.stdout, out.stderr
+        except subprocess.TimeoutExpired:
+            status, stdout, stderr = -1, "", "timed out after 600 s"
+        elapsed = max(time.monotonic() - started, 1e-9)
+        server_ticks = (machine.process_ticks(server.pid) or server0) - server0
+        client_ticks = children_ticks() - client0
+        busy1, total1 = machine.busy_and_total_ticks()
+        try:
+            calls = command_calls(server.port)
+        except OSError:
+            calls = {}
+    finally:
+        server_status = server.stop()
     run = {"tool": os.path.basename(command[0]), "mode": "redis", "target": cell["client"],
            "params": {"clients": cell["clients"], "requests": 2 * cell["requests"],
                       "value_bytes": 64, "model": cell["client"]},

@@ -226,7 +226,7 @@ class Suite:
                 run = hooks.run_redis_cell(self.build, cell, children_ticks)
             else:
                 run = hooks.run_micro_cell(self.build, cell)
-        except RuntimeError as error:
+        except (RuntimeError, OSError) as error:
             run = {"mode": cell["mode"], "target": cell.get("client", cell["mode"]),
                    "verified": False, "figures": {}, "problem": str(error), "command": ""}
         elapsed = max(time.monotonic() - started, 1e-9)
