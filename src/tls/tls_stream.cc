@@ -15,6 +15,7 @@
 #include "openssl_error.h"
 #include "tern/base/assert.h"
 #include "tern/fiber/mutex.h"
+#include "tern/io/io.h"
 #include "tern/prof/counter.h"
 #include "tern/tls/tls_error.h"
 
@@ -29,6 +30,10 @@ constexpr std::size_t kWriteChunk = 64 * 1024;
 // (16 KiB of data and at most 256 bytes of header, padding and tag each).
 constexpr std::size_t kReadChunk = 2 * (16 * 1024 + 256);
 
+prof::Counter kernel_tls_connections(
+    "tls.kernel_tls", "TLS connections whose records the kernel encrypts or decrypts (kTLS)");
+prof::Counter user_space_tls_connections(
+    "tls.user_space_tls", "TLS connections whose records OpenSSL encrypts in user space");
 prof::Counter renegotiations_refused(
     "tls.renegotiations_refused",
     "TLS 1.2 connections closed because the peer asked to renegotiate");
@@ -68,7 +73,12 @@ struct TlsStream::Impl {
   // The ciphertext both ways, read from and written to the socket in place. Its buffers grow
   // on first use, the output ones only as large as the largest flush so far.
   detail::BufferBio buffers;
-  Mutex write_mutex;       // one flush at a time, so records leave in order
+  Mutex write_mutex;  // one flush at a time, so records leave in order
+  // OpenSSL reads and writes the socket itself (a socket BIO): the handshake of a context with
+  // kernel_tls, and the whole connection once the kernel took its records. The stream then
+  // waits on the reactor for readiness when OpenSSL wants to read or write.
+  bool on_socket = false;
+  bool kernel = false;     // the kernel encrypts or decrypts this connection's records
   bool eof = false;        // the socket read end of stream
   std::error_code broken;  // a fatal error: every later call fails with it
 
@@ -85,6 +95,13 @@ struct TlsStream::Impl {
   Result<void> flush(Deadline deadline);
   Result<void> fill(Deadline deadline);
   Result<void> handshake(Deadline deadline);
+  // After a handshake on the socket: keeps it there if the kernel took the records, else
+  // moves the SSL onto the stream's buffers (user-space TLS); counts the path taken.
+  void settle_record_path();
+  // Waits for the socket as OpenSSL's `ssl_error` asks (on_socket only).
+  Result<void> wait_socket(int ssl_error, Deadline deadline);
+  // SSL_write_ex of buf (at most kWriteChunk), waiting for the socket when OpenSSL writes to it.
+  Result<std::size_t> encrypt(std::span<const std::byte> buf, Deadline deadline);
   std::error_code handshake_error(int ssl_error);
   Result<std::size_t> read(std::span<std::byte> buf, Deadline deadline);
   Result<void> write(std::span<const std::byte> buf, Deadline deadline);
@@ -144,12 +161,70 @@ std::error_code TlsStream::Impl::handshake_error(int ssl_error) {
   return detail::tls_error(TlsErrc::handshake, "TLS handshake", detail);
 }
 
+Result<void> TlsStream::Impl::wait_socket(int ssl_error, Deadline deadline) {
+  return ssl_error == SSL_ERROR_WANT_WRITE ? io::wait_writable(tcp.fd(), deadline)
+                                           : io::wait_readable(tcp.fd(), deadline);
+}
+
+void TlsStream::Impl::settle_record_path() {
+  kernel = BIO_get_ktls_send(SSL_get_wbio(ssl)) == 1 || BIO_get_ktls_recv(SSL_get_rbio(ssl)) == 1;
+  if (kernel) {
+    kernel_tls_connections.add();
+    return;
+  }
+  // The kernel refused (no "tls" ULP, or a cipher it lacks): OpenSSL never reads past the
+  // record it needs, so nothing of the peer's is left in the socket BIO and the SSL moves.
+  if (BIO* bio = buffers.make_bio(); bio != nullptr) {
+    SSL_set_bio(ssl, bio, bio);
+    on_socket = false;
+  }
+  user_space_tls_connections.add();
+}
+
+Result<std::size_t> TlsStream::Impl::encrypt(std::span<const std::byte> buf, Deadline deadline) {
+  const std::size_t chunk = std::min(buf.size(), kWriteChunk);
+  for (;;) {
+    ERR_clear_error();
+    std::size_t written = 0;
+    const int ok = SSL_write_ex(ssl, buf.data(), chunk, &written);
+    if (ok == 1) return written;
+    const int error = SSL_get_error(ssl, ok);
+    if (on_socket && (error == SSL_ERROR_WANT_WRITE || error == SSL_ERROR_WANT_READ)) {
+      // Retried with the same bytes, as OpenSSL asks.
+      if (Result<void> ready = wait_socket(error, deadline); !ready) {
+        broken = ready.error();
+        return fail(with_context(ready.error(), "TLS write"));
+      }
+      continue;
+    }
+    std::string detail = detail::drain_openssl_errors();
+    broken = detail::tls_error(TlsErrc::protocol, "TLS write",
+                               detail.empty() ? "unknown OpenSSL error" : detail);
+    send_alert();
+    return fail(broken);
+  }
+}
+
 Result<void> TlsStream::Impl::handshake(Deadline deadline) {
   for (;;) {
     ERR_clear_error();
     const int done = SSL_do_handshake(ssl);
-    if (done == 1) return flush(deadline);
+    if (done == 1) {
+      if (on_socket)
+        settle_record_path();
+      else
+        user_space_tls_connections.add();
+      return flush(deadline);
+    }
     const int error = SSL_get_error(ssl, done);
+    if (on_socket && (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE)) {
+      if (Result<void> ready = wait_socket(error, deadline); !ready) {
+        broken = ready.error();
+        return fail(with_context(ready.error(), "TLS handshake"));
+      }
+      continue;
+    }
+    if (on_socket) eof = BIO_eof(SSL_get_rbio(ssl)) == 1;
     if (error == SSL_ERROR_WANT_READ && !eof) {
       if (Result<void> sent = flush(deadline); !sent)
         return fail(with_context(sent.error(), "TLS handshake"));
@@ -191,6 +266,11 @@ Result<std::size_t> TlsStream::Impl::read(std::span<std::byte> buf, Deadline dea
       ERR_clear_error();
       return 0;  // close_notify: a clean end of stream
     }
+    if (on_socket && (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE)) {
+      if (Result<void> ready = wait_socket(error, deadline); !ready) return fail(ready.error());
+      continue;
+    }
+    if (on_socket) eof = BIO_eof(SSL_get_rbio(ssl)) == 1;
     if (error == SSL_ERROR_WANT_READ && !eof) {
       if (buffers.output_pending() > 0) {
         if (Result<void> sent = flush(deadline); !sent) return fail(sent.error());
@@ -218,17 +298,9 @@ Result<std::size_t> TlsStream::Impl::read(std::span<std::byte> buf, Deadline dea
 Result<void> TlsStream::Impl::write(std::span<const std::byte> buf, Deadline deadline) {
   if (broken) return fail(broken);
   while (!buf.empty()) {
-    const std::size_t chunk = std::min(buf.size(), kWriteChunk);
-    ERR_clear_error();
-    std::size_t written = 0;
-    if (SSL_write_ex(ssl, buf.data(), chunk, &written) != 1) {
-      std::string detail = detail::drain_openssl_errors();
-      broken = detail::tls_error(TlsErrc::protocol, "TLS write",
-                                 detail.empty() ? "unknown OpenSSL error" : detail);
-      send_alert();
-      return fail(broken);
-    }
-    buf = buf.subspan(written);
+    Result<std::size_t> written = encrypt(buf, deadline);
+    if (!written) return fail(written.error());
+    buf = buf.subspan(*written);
     if (Result<void> sent = flush(deadline); !sent) return sent;
   }
   return {};
@@ -248,10 +320,18 @@ Result<void> TlsStream::Impl::set_up(const TlsContext& context) {
   Result<SSL*> ssl = detail::new_ssl(*impl.state, impl.generation);
   if (!ssl) return fail(ssl.error());
   impl.ssl = *ssl;
-  BIO* bio = impl.buffers.make_bio();
+  const bool kernel_tls = impl.state->server ? impl.state->server_config.kernel_tls
+                                             : impl.state->client_config.kernel_tls;
+  // With kernel_tls the handshake runs on a socket BIO, where OpenSSL can hand the keys to
+  // the kernel (SSL_OP_ENABLE_KTLS); otherwise on the stream's buffers.
+  BIO* bio = kernel_tls ? BIO_new_socket(impl.tcp.fd(), BIO_NOCLOSE) : impl.buffers.make_bio();
   if (bio == nullptr)
     return fail(detail::tls_error(TlsErrc::config, "TLS stream", "no memory for buffers"));
   SSL_set_bio(impl.ssl, bio, bio);  // one BIO both ways: the SSL holds one reference
+  if (kernel_tls) {
+    SSL_set_options(impl.ssl, SSL_OP_ENABLE_KTLS);
+    impl.on_socket = true;
+  }
 
   impl.link.state = impl.state.get();
   SSL_set_ex_data(impl.ssl, detail::link_index(), &impl.link);
@@ -374,19 +454,11 @@ Result<std::size_t> TlsStream::writev(std::span<const iovec> iov, Deadline deadl
   for (const iovec& piece : iov) {
     std::span<const std::byte> buf(static_cast<const std::byte*>(piece.iov_base), piece.iov_len);
     while (!buf.empty()) {
-      const std::size_t chunk = std::min(buf.size(), kWriteChunk);
-      ERR_clear_error();
-      std::size_t written = 0;
-      if (SSL_write_ex(impl_->ssl, buf.data(), chunk, &written) != 1) {
-        std::string detail = detail::drain_openssl_errors();
-        impl_->broken = detail::tls_error(TlsErrc::protocol, "TLS write",
-                                          detail.empty() ? "unknown OpenSSL error" : detail);
-        impl_->send_alert();
-        return fail(impl_->broken);
-      }
-      buf = buf.subspan(written);
-      total += written;
-      buffered += written;
+      Result<std::size_t> written = impl_->encrypt(buf, deadline);
+      if (!written) return fail(written.error());
+      buf = buf.subspan(*written);
+      total += *written;
+      buffered += *written;
       if (buffered >= kWriteChunk) {
         if (Result<void> sent = impl_->flush(deadline); !sent) return fail(sent.error());
         buffered = 0;
@@ -472,6 +544,8 @@ std::string TlsStream::alpn() const {
 }
 
 bool TlsStream::resumed() const noexcept { return impl_ && SSL_session_reused(impl_->ssl) == 1; }
+
+bool TlsStream::kernel_tls() const noexcept { return impl_ && impl_->kernel; }
 
 std::string TlsStream::version() const { return impl_ ? SSL_get_version(impl_->ssl) : ""; }
 

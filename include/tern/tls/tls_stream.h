@@ -92,6 +92,9 @@ class TlsStream {
   std::string alpn() const;
   // Whether the handshake resumed an earlier session. Owner worker only.
   bool resumed() const noexcept;
+  // Whether the kernel encrypts or decrypts this connection's records (the context asked for
+  // kernel_tls and the kernel took them); false on user-space TLS. Owner worker only.
+  bool kernel_tls() const noexcept;
   // "TLSv1.3" or "TLSv1.2". Owner worker only.
   std::string version() const;
   // The server name the client sent (SNI), or empty. Owner worker only.
