@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 
 #include <array>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -178,10 +179,13 @@ void serve_connection(TcpStream& stream, const AdminOptions& options, const std:
 Result<std::string> resolve_token(const AdminOptions& options) {
   std::string token = options.token;
   if (token.empty() && !options.token_file.empty()) {
+    errno = 0;
     std::ifstream in(options.token_file, std::ios::binary);
-    if (!in)
-      return fail(with_explanation(std::make_error_code(std::errc::no_such_file_or_directory),
-                                   "admin token file " + options.token_file + ": cannot open it"));
+    if (!in) {
+      const std::error_code why(errno != 0 ? errno : ENOENT, std::generic_category());
+      return fail(with_explanation(
+          why, "admin token file " + options.token_file + ": cannot open it: " + why.message()));
+    }
     token.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
     while (!token.empty() && blank(token.back())) token.pop_back();

@@ -191,7 +191,9 @@ TEST_F(AdminTlsTest, TokenFileIsReadAtStartAndBadTokensAreRefused) {
       std::string reason;
     };
     const std::vector<Bad> bad = {
-        {{.token_file = dir / "missing"}, "admin token file " + (dir / "missing").string()},
+        {{.token_file = dir / "missing"},
+         "admin token file " + (dir / "missing").string() +
+             ": cannot open it: No such file or directory"},
         {{.token_file = dir / "empty"}, "is empty"},
         {{.token_file = dir / "spaced"}, "no blanks"},
         {{.token = "caf\xc3\xa9"}, "visible ASCII"},
