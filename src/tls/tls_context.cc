@@ -203,6 +203,12 @@ Result<SslCtxPtr> server_ctx(ContextState& state, const Certificate& certificate
   SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof kSessionContext - 1);
   if (config.session_tickets) {
     SSL_CTX_set_tlsext_ticket_keys(ctx.get(), state.ticket_keys.data(), state.ticket_keys.size());
+    // Tickets carry the whole session: one per handshake (OpenSSL sends two by default, each
+    // encrypted on the handshake's CPU), and no server-side copy of every session to look up,
+    // lock and sweep.
+    SSL_CTX_set_num_tickets(ctx.get(), 1);
+    SSL_CTX_set_session_cache_mode(ctx.get(),
+                                   SSL_SESS_CACHE_SERVER | SSL_SESS_CACHE_NO_INTERNAL_STORE);
   } else {
     SSL_CTX_set_options(ctx.get(), SSL_OP_NO_TICKET);
     SSL_CTX_set_num_tickets(ctx.get(), 0);
