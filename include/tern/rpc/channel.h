@@ -34,10 +34,10 @@ enum class LoadBalancing {
 
 // One server of a channel as a naming source describes it.
 struct EndpointSpec {
-  std::string address;       // "host:port", "dns://name:port" (every address) or "unix:/path"
-  std::uint32_t weight = 1;  // relative share for least_loaded, locality and consistent_hash
-  std::string zone;          // where the server runs, for LoadBalancing::locality ("": none)
-  MetadataEntries metadata;  // whatever else the naming source knows (shown in /status)
+  std::string address{};       // "host:port", "dns://name:port" (every address) or "unix:/path"
+  std::uint32_t weight = 1;    // relative share for least_loaded, locality and consistent_hash
+  std::string zone{};          // where the server runs, for LoadBalancing::locality ("": none)
+  MetadataEntries metadata{};  // whatever else the naming source knows (shown in /status)
 };
 
 // Active health checks: every endpoint is checked at an interval, apart from its calls; one that
@@ -115,7 +115,7 @@ struct ChannelOptions {
   // answered unavailable.
   unsigned max_retries = 2;
   // The zone this client runs in, for LoadBalancing::locality.
-  std::string zone;
+  std::string zone{};
   // LoadBalancing::locality sends calls to other zones when every endpoint of the local zone has
   // this many calls in flight (or none is usable).
   std::uint32_t locality_spill_in_flight = 100;
