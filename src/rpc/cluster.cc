@@ -83,6 +83,17 @@ std::string channel_json(const Channel::Impl& channel) {
         "\"connected\": {}, \"latency_ewma_ms\": {:.3f}, \"calls\": {}, \"failures\": {}}}",
         e.weight, e.healthy ? "true" : "false", e.breaker, e.in_flight, e.connected,
         e.latency_ewma_ms, e.calls, e.failures);
+    if (!e.metadata.empty()) {
+      out.pop_back();  // the endpoint's closing brace
+      out += ", \"metadata\": {";
+      for (std::size_t i = 0; i < e.metadata.size(); ++i) {
+        if (i > 0) out += ", ";
+        json_string(out, e.metadata[i].first);
+        out += ": ";
+        json_string(out, e.metadata[i].second);
+      }
+      out += "}}";
+    }
   }
   out += "]}";
   return out;
@@ -224,6 +235,7 @@ std::vector<EndpointStatus> endpoint_status(const Channel::Impl& channel) {
     status.latency_ewma_ms = endpoint->latency_ewma_ms;
     status.calls = endpoint->calls;
     status.failures = endpoint->breaker.failures();
+    status.metadata = endpoint->metadata;
     out.push_back(std::move(status));
   }
   return out;

@@ -419,7 +419,7 @@ TEST(Balancing, LocalityPrefersTheLocalZoneAndSpillsOver) {
     Cluster cluster(3);
     const std::vector<EndpointSpec> specs = {
         {.address = cluster.address(0), .zone = "west"},
-        {.address = cluster.address(1), .zone = "east"},
+        {.address = cluster.address(1), .zone = "east", .metadata = {{"rack", "e\"7"}}},
         {.address = cluster.address(2), .zone = "west"},
     };
     ChannelOptions options = quiet_options();
@@ -430,6 +430,12 @@ TEST(Balancing, LocalityPrefersTheLocalZoneAndSpillsOver) {
     Channel& channel = *opened;
     ASSERT_TRUE(eventually([&] { return channel.stats().connected == 3; }));
     EXPECT_EQ(status_of(channel, cluster.address(1)).zone, "east");
+    EXPECT_EQ(status_of(channel, cluster.address(1)).metadata.size(), 1u);
+    EXPECT_NE(channels_section().find("\"zone\": \"east\", \"weight\": 1, \"healthy\": true"),
+              std::string::npos)
+        << channels_section();
+    EXPECT_NE(channels_section().find("\"metadata\": {\"rack\": \"e\\\"7\"}"), std::string::npos)
+        << channels_section();
 
     for (int i = 0; i < 20; ++i) {
       tern::rpc::Result<node::WhoReply> reply = who(channel);

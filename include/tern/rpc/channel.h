@@ -51,8 +51,8 @@ struct HealthCheckOptions {
   unsigned healthy_after = 1;
   // The method a check calls with an empty request (a reply with status ok passes); empty: the
   // check is a ping frame, which the server's connection answers without running a handler.
-  std::string service;
-  std::string method;
+  std::string service{};
+  std::string method{};
 };
 
 // Outlier ejection: a circuit breaker per endpoint. Closed, it opens after
@@ -167,16 +167,17 @@ struct ChannelStats {
 
 // One endpoint of a channel as it stands now (Channel::endpoint_status, admin /status).
 struct EndpointStatus {
-  std::string name;  // "127.0.0.1:5000"
-  std::string zone;
+  std::string name{};  // "127.0.0.1:5000"
+  std::string zone{};
   std::uint32_t weight = 1;
-  bool healthy = true;       // passing its health checks (or not checked)
-  std::string_view breaker;  // "closed", "open" or "half_open"
+  bool healthy = true;         // passing its health checks (or not checked)
+  std::string_view breaker{};  // "closed", "open" or "half_open"
   std::uint32_t in_flight = 0;
   std::size_t connected = 0;  // connections ready
   double latency_ewma_ms = 0;
   std::uint64_t calls = 0;     // attempts sent to it
   std::uint64_t failures = 0;  // of those, failures as the breaker counts them
+  MetadataEntries metadata{};  // as its EndpointSpec gave it
 };
 
 // A client of one or more RPC servers: "host:port", "host:port,host:port", "dns://name:port"
