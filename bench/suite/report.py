@@ -192,7 +192,7 @@ class Report:
     def client_backends(self):
         """Which I/O backend tern-bench's clients ran on, from the runs' params: `auto` (the
         machine's choice) in the tables whose client does not follow the server's backend."""
-        follows_server = ("001", "002-ttcp")
+        follows_server = ("001", "002-ttcp", "hook-pingpong", "hook-rpc")
         auto = set()
         for r in self.all_runs:
             suite = r.get("suite", {})
@@ -201,7 +201,7 @@ class Report:
                     io in ("epoll", "uring") and suite.get("table") not in follows_server):
                 auto.add(io)
         names = {"epoll": "epoll", "uring": "io_uring"}
-        text = "tern-bench clients on the tern server's backend in 001 and ttcp"
+        text = "tern-bench clients on the tern server's backend in 001, ttcp and hooks"
         if auto:
             text += (", elsewhere on " + " and ".join(names[io] for io in sorted(auto)) +
                      " (`--io auto`)")
