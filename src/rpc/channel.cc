@@ -8,6 +8,7 @@
 #include "client_connection.h"
 #include "cluster.h"
 #include "load_balancer.h"
+#include "naming.h"
 #include "protobuf_log.h"
 #include "tern/fiber/runtime.h"
 #include "tern/net/address.h"
@@ -40,26 +41,55 @@ std::string_view trim(std::string_view text) noexcept {
   return text;
 }
 
-// The addresses `target` names: a numeric address as is, a name (with or without dns://) as
-// everything it resolves to. Text that is not an address fails invalid_argument with
-// Address::parse's explanation; a name that does not resolve (now) fails unavailable with the
-// resolver's text.
-Result<std::vector<net::Address>> addresses_of(std::string_view target) {
-  constexpr std::string_view kDns = "dns://";
-  if (target.starts_with(kDns)) target.remove_prefix(kDns.size());
-  tern::Result<std::vector<net::Address>> found = net::resolve(target);
-  if (found) return std::move(*found);
-  if (found.error() == std::errc::invalid_argument) {
-    // The explanation quotes the target: "bad target '1.2.3.4:99999': port '99999' is ...".
-    return std::unexpected(
-        Status(StatusCode::invalid_argument, "bad target " + found.error().message()));
+}  // namespace
+
+namespace {
+
+// A channel's shared state with `options` applied, before it has endpoints.
+std::unique_ptr<Channel::Impl> new_channel(ChannelOptions options) {
+  if (Runtime::current() == nullptr) {
+    TERN_FATAL(
+        "tern::rpc::Channel::open called outside a tern::Runtime: call it from a fiber (inside "
+        "Runtime::run)");
   }
-  return std::unexpected(Status(StatusCode::unavailable, found.error().message()));
+  detail::route_protobuf_logs();
+  auto impl = std::make_unique<Channel::Impl>();
+  impl->owner_worker = this_worker::index();
+  impl->limits.max_frame_size = options.max_frame_size;
+  impl->limits.max_metadata_size = options.max_metadata_size;
+  if (options.connections_per_endpoint == 0) options.connections_per_endpoint = 1;
+  impl->retry_budget = detail::RetryBudget(options.retry_budget);
+  impl->options = std::move(options);
+  return impl;
 }
 
 }  // namespace
 
 Result<Channel> Channel::open(std::string_view targets, ChannelOptions options) {
+  if (targets.starts_with("etcd://")) {
+    std::unique_ptr<Impl> impl = new_channel(std::move(options));
+    Result<detail::EtcdTarget> target =
+        detail::parse_etcd_target(targets, impl->options.etcd_prefix);
+    if (!target) return std::unexpected(target.error());
+    auto client = std::make_unique<detail::EtcdClient>(target->etcd, impl->options.etcd_timeout);
+    Result<detail::EtcdRange> listed = client->range_prefix(target->key_prefix);
+    if (!listed) {
+      return std::unexpected(Status(
+          listed.error().code(),
+          fmt::format("listing '{}' in etcd: {}", target->service, listed.error().message())));
+    }
+    detail::register_channel(*impl);
+    detail::set_endpoints(*impl, detail::endpoints_of(listed->kvs));
+    client->set_stop_flag(&impl->closing);
+    detail::start_reaper(*impl);
+    impl->naming = spawn(
+        [channel = impl.get(), client = std::move(client), target = std::move(*target),
+         revision = listed->revision, kvs = std::move(listed->kvs)]() mutable {
+          detail::follow_etcd(*channel, *client, target, revision, std::move(kvs));
+        },
+        {.name = "rpc etcd naming"});
+    return Channel(std::move(impl));
+  }
   std::vector<EndpointSpec> specs;
   std::string_view rest = targets;
   while (!rest.empty()) {
@@ -77,53 +107,28 @@ Result<Channel> Channel::open(std::string_view targets, ChannelOptions options) 
 }
 
 Result<Channel> Channel::open(std::span<const EndpointSpec> specs, ChannelOptions options) {
-  if (Runtime::current() == nullptr) {
-    TERN_FATAL(
-        "tern::rpc::Channel::open called outside a tern::Runtime: call it from a fiber (inside "
-        "Runtime::run)");
-  }
-  detail::route_protobuf_logs();
-  auto impl = std::make_unique<Impl>();
-  impl->owner_worker = this_worker::index();
-  impl->limits.max_frame_size = options.max_frame_size;
-  impl->limits.max_metadata_size = options.max_metadata_size;
-  if (options.connections_per_endpoint == 0) options.connections_per_endpoint = 1;
-  impl->retry_budget = detail::RetryBudget(options.retry_budget);
-  impl->options = std::move(options);
-  for (const EndpointSpec& spec : specs) {
-    Result<std::vector<net::Address>> addresses = addresses_of(trim(spec.address));
-    if (!addresses) return std::unexpected(addresses.error());
-    for (const net::Address& address : *addresses) {
-      const bool known = std::any_of(impl->endpoints.begin(), impl->endpoints.end(),
-                                     [&](const auto& e) { return e->address == address; });
-      if (known) continue;
-      auto endpoint = std::make_unique<detail::Endpoint>();
-      endpoint->address = address;
-      endpoint->name = address.to_string();
-      endpoint->weight = std::max<std::uint32_t>(spec.weight, 1);
-      endpoint->zone = spec.zone;
-      endpoint->metadata = spec.metadata;
-      impl->endpoints.push_back(std::move(endpoint));
-    }
-  }
-  if (impl->endpoints.empty()) {
+  std::unique_ptr<Impl> impl = new_channel(std::move(options));
+  std::vector<EndpointSpec> targets(specs.begin(), specs.end());
+  for (EndpointSpec& spec : targets) spec.address = std::string(trim(spec.address));
+  Result<std::vector<detail::ResolvedEndpoint>> found =
+      detail::resolve_targets(targets, impl->options.resolver);
+  if (!found) return std::unexpected(found.error());
+  if (found->empty()) {
     return std::unexpected(Status(StatusCode::invalid_argument, "no endpoint given"));
   }
-  detail::build_ring(*impl);
-  for (auto& endpoint : impl->endpoints) {
-    for (std::size_t i = 0; i < impl->options.connections_per_endpoint; ++i) {
-      endpoint->connections.push_back(
-          std::make_unique<detail::ClientConnection>(*impl, *endpoint, i));
-    }
-  }
-  impl->stats.endpoints = impl->endpoints.size();
-  if (impl->endpoints.size() == 1 && impl->endpoints[0]->connections.size() == 1)
-    impl->only_connection = impl->endpoints[0]->connections[0].get();
   detail::register_channel(*impl);
-  for (auto& endpoint : impl->endpoints) {
-    for (auto& connection : endpoint->connections) connection->start();
+  detail::set_endpoints(*impl, std::move(*found));
+  const bool named = std::any_of(targets.begin(), targets.end(), [](const EndpointSpec& spec) {
+    return spec.address.starts_with("dns://");
+  });
+  if (named && impl->options.dns_refresh_interval.count() > 0) {
+    detail::start_reaper(*impl);
+    impl->naming = spawn(
+        [channel = impl.get(), targets = std::move(targets)]() mutable {
+          detail::follow_dns(*channel, std::move(targets));
+        },
+        {.name = "rpc dns naming"});
   }
-  detail::start_health_checks(*impl);
   return Channel(std::move(impl));
 }
 
@@ -143,6 +148,7 @@ void Channel::close() {
   TERN_ASSERT(this_worker::index() == impl_->owner_worker,
               "rpc::Channel closed from another worker than the one that opened it");
   impl_->closing = true;
+  detail::stop_naming(*impl_);
   detail::unregister_channel(*impl_);
   detail::stop_health_checks(*impl_);
   const Status closed(StatusCode::cancelled, "the channel was closed");

@@ -85,6 +85,12 @@ struct Channel::Impl {
   // state_changed, whenever a connection changes state (ClientContext::set_wait_for_ready).
   std::vector<Event*> ready_waiters;
   WaitGroup async_calls;
+  // An etcd:// or dns:// target's naming fiber changes `endpoints` (naming.h); the endpoints it
+  // drops wait in `retired` until their calls have finished, then the reaper closes them.
+  std::vector<std::unique_ptr<detail::Endpoint>> retired;
+  Fiber naming;
+  Fiber reaper;
+  Event retired_changed;
   ChannelStats stats;
   detail::RetryBudget retry_budget;
   detail::LatencyWindow latencies;               // of successful attempts, for hedging's percentile
@@ -117,6 +123,8 @@ class ClientConnection {
   State state() const noexcept { return state_; }
   const std::string& last_error() const noexcept { return last_error_; }
   Endpoint& endpoint() noexcept { return endpoint_; }
+  // Whether no call waits for a reply on this connection.
+  bool idle() const noexcept { return pending_.empty(); }
 
   // Sends a request (or a one-way call when `call` is null); false if the connection is not
   // ready. A request's call is registered for its reply.

@@ -1,11 +1,15 @@
 #include "tern/rpc/server.h"
 
+#include <algorithm>
+
+#include "etcd_registration.h"
 #include "protobuf_log.h"
 #include "server_connection.h"
 #include "server_state.h"
 #include "tern/base/assert.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
+#include "tern/log/log.h"
 #include "tern/rpc/service.h"
 
 namespace tern::rpc {
@@ -15,6 +19,41 @@ namespace {
 // Waits for group even when the waiting fiber is interrupted.
 void wait_all(WaitGroup& group) {
   while (!group.wait()) this_fiber::yield();
+}
+
+// The registration options.registry asks for, started; nullptr (and the reason logged) when the
+// options cannot work.
+std::unique_ptr<detail::EtcdRegistration> start_registration(const RegistryOptions& options,
+                                                             const Server::State& state,
+                                                             const net::Address& bound) {
+  Result<std::vector<std::string>> etcd = detail::parse_etcd_endpoints(options.etcd);
+  if (!etcd) {
+    TERN_LOG_ERROR("rpc: ServerOptions::registry.etcd: {}", etcd.error().message());
+    return nullptr;
+  }
+  std::string address = options.advertise;
+  if (address.empty()) {
+    address = bound.to_string();
+    if (address.starts_with("0.0.0.0:") || address.starts_with("[::]:")) {
+      TERN_LOG_ERROR(
+          "rpc: the server is bound to the wildcard address {}: set "
+          "ServerOptions::registry.advertise to the address clients should connect to",
+          address);
+      return nullptr;
+    }
+  }
+  if (options.ttl < std::chrono::seconds(2)) {
+    TERN_LOG_ERROR("rpc: ServerOptions::registry.ttl is {} s; etcd leases need at least 2 s",
+                   options.ttl.count());
+    return nullptr;
+  }
+  std::vector<std::string> services;
+  for (const auto& [name, entry] : state.services) services.push_back(name);
+  std::sort(services.begin(), services.end());
+  auto registration = std::make_unique<detail::EtcdRegistration>(
+      options, std::move(*etcd), std::move(services), std::move(address));
+  registration->start();
+  return registration;
 }
 
 }  // namespace
@@ -80,12 +119,27 @@ tern::Result<net::Address> Server::start(const net::Address& address) {
     state_->tcp.reset();
     return bound;
   }
+  if (!options_.registry.etcd.empty()) {
+    state_->registration = start_registration(options_.registry, *state_, *bound);
+    if (!state_->registration) {
+      (void)state_->tcp->stop(kNoDeadline);
+      state_->tcp.reset();
+      return fail(std::errc::invalid_argument);
+    }
+  }
   running_ = true;
   return bound;
 }
 
 std::size_t Server::stop(Deadline grace) {
   if (!running_) return 0;
+  // Out of the registry first: clients following it stop choosing this server while it drains.
+  if (state_->registration) {
+    state_->registration->stop(std::min(grace, deadline_after(options_.registry.timeout)));
+    state_->registration.reset();
+    (void)this_fiber::sleep_until(
+        std::min(grace, deadline_after(options_.registry.deregister_delay)));
+  }
   state_->stopping.store(true, std::memory_order_release);
   // Every connection on every worker gets a goaway and closes once its calls are answered.
   WaitGroup told;

@@ -20,6 +20,7 @@
 
 namespace tern::rpc::detail {
 class ServerConnection;
+class EtcdRegistration;
 
 // Heterogeneous lookup for maps keyed by std::string.
 struct StringHash {
@@ -49,6 +50,8 @@ struct Server::State {
   std::unique_ptr<net::TcpServer> tcp;
   std::vector<std::unique_ptr<WorkerConnections>> workers;
   WaitGroup calls;  // every call fiber, so stop() can wait for them
+  // The server's registration in etcd while it runs (ServerOptions::registry).
+  std::unique_ptr<detail::EtcdRegistration> registration;
 
   std::atomic<bool> stopping{false};
   std::atomic<std::uint64_t> in_flight{0};

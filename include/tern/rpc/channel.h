@@ -2,6 +2,7 @@
 
 #include <tern/base/clock.h>
 #include <tern/fiber/fiber.h>
+#include <tern/net/address.h>
 #include <tern/net/connector.h>
 #include <tern/rpc/client_context.h>
 #include <tern/rpc/future.h>
@@ -98,6 +99,11 @@ struct HedgingOptions {
   unsigned max_hedges = 1;  // backups per call
 };
 
+// Resolves "name:port" to addresses (dns:// targets); the default is net::resolve. Called from
+// the channel's worker.
+using NameResolver =
+    std::function<tern::Result<std::vector<net::Address>>(std::string_view host_port)>;
+
 // How a Channel behaves; the defaults suit most clients.
 struct ChannelOptions {
   // Connections kept open to every endpoint; calls are multiplexed over them.
@@ -139,6 +145,17 @@ struct ChannelOptions {
   std::function<void(std::string_view service, std::string_view method,
                      std::span<const std::byte> body)>
       on_push{};
+  // dns:// targets are resolved again this often: new addresses are added, and addresses the
+  // name no longer has are dropped once their calls finish (0: resolved once, at open).
+  std::chrono::milliseconds dns_refresh_interval{30'000};
+  // Resolves dns:// names (empty: net::resolve); tests inject their own.
+  NameResolver resolver{};
+  // etcd:// targets: servers register under "<etcd_prefix>/<service>/<address>" (ServerOptions::
+  // registry), every etcd request has etcd_timeout as its deadline, and while etcd is unreachable
+  // the channel keeps its endpoints and retries with backoff up to etcd_max_backoff.
+  std::string etcd_prefix = "/tern/services";
+  std::chrono::milliseconds etcd_timeout{3'000};
+  std::chrono::milliseconds etcd_max_backoff{5'000};
 };
 
 // Counters of a Channel; from the channel's worker.
@@ -181,7 +198,9 @@ struct EndpointStatus {
 };
 
 // A client of one or more RPC servers: "host:port", "host:port,host:port", "dns://name:port"
-// (every address the name resolves to) or "unix:/path". Keeps a small pool of multiplexed
+// (every address the name resolves to, resolved again every dns_refresh_interval), "unix:/path",
+// or "etcd://host:port,host:port/service" (the servers registered for the service in etcd,
+// followed as they come and go; docs/rpc.md, "Naming"). Keeps a small pool of multiplexed
 // connections per endpoint, reconnects with backoff, checks health with pings and health checks,
 // ejects failing endpoints (a circuit breaker each), balances calls (round robin, consistent
 // hash, least loaded or locality) and retries or hedges idempotent calls on another endpoint
@@ -192,8 +211,8 @@ struct EndpointStatus {
 class Channel {
  public:
   // Parses and resolves `targets` and starts connecting in the background; fails with
-  // invalid_argument for a malformed target and unavailable when a name does not resolve.
-  // Worker fibers only.
+  // invalid_argument for a malformed target and unavailable when a name does not resolve or
+  // (etcd://) no etcd endpoint answers the first listing. Worker fibers only.
   [[nodiscard]] static Result<Channel> open(std::string_view targets, ChannelOptions options = {});
   // As open(targets), with each endpoint's weight, zone and metadata given (the way a naming
   // source describes them). Worker fibers only.
@@ -268,7 +287,7 @@ class Channel {
   void close();
 
   ChannelStats stats() const;
-  // The endpoints ("127.0.0.1:5000"), after resolution.
+  // The endpoints ("127.0.0.1:5000") calls go to now, after resolution.
   std::vector<std::string> endpoints() const;
   // Every endpoint's health, breaker state, load and zone. From fibers of the channel's worker.
   std::vector<EndpointStatus> endpoint_status() const;

@@ -12,7 +12,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace tern::rpc {
 
@@ -22,6 +25,30 @@ class Server;
 namespace detail {
 class ServerCall;
 }
+
+// Registration of a Server in etcd, for clients on "etcd://..." targets (docs/rpc.md): every
+// service the server hosts is written as "<prefix>/<service>/<address>" -> {"address", "weight",
+// "zone", "metadata"} under a lease the server keeps alive; stop() revokes it before draining.
+struct RegistryOptions {
+  // etcd's client endpoints, "host:port,host:port" (empty: the server does not register).
+  std::string etcd;
+  std::string prefix = "/tern/services";
+  // The "host:port" clients connect to (empty: the bound address, which then must not be a
+  // wildcard such as 0.0.0.0).
+  std::string advertise;
+  // What clients' load balancing reads: a relative weight and a zone (locality).
+  std::uint32_t weight = 1;
+  std::string zone;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  // The lease's time to live, renewed every ttl/3: a server that stops renewing (hung, cut off)
+  // is dropped by etcd, and so by its clients, within ttl. Whole seconds, at least 2.
+  std::chrono::seconds ttl{5};
+  // The deadline of one etcd request.
+  std::chrono::milliseconds timeout{2'000};
+  // stop() waits this long after revoking (within its grace) before it sends goaway, so that
+  // clients following etcd have moved their new calls elsewhere and none is refused.
+  std::chrono::milliseconds deregister_delay{300};
+};
 
 // How an rpc::Server behaves; the defaults suit most services.
 struct ServerOptions {
@@ -64,6 +91,8 @@ struct ServerOptions {
   std::size_t retained_buffer_size = 64u << 10;
   // Stack size of the fibers that run handlers (0: the runtime's default).
   std::size_t handler_stack_size = 0;
+  // Registration in etcd (off unless registry.etcd is set).
+  RegistryOptions registry{};
 };
 
 // Counters of a Server; any thread.
@@ -124,8 +153,13 @@ class Server {
   void add_interceptor(Interceptor interceptor);
 
   // Binds address (port 0: the kernel picks one) and starts serving; returns the address bound.
+  // With options().registry.etcd set it then registers its services in etcd from a fiber of the
+  // calling worker, in the background (and again whenever etcd lost the registration); a registry
+  // option that cannot work (no address to advertise, a malformed endpoint list) fails with
+  // std::errc::invalid_argument, logged with the reason.
   [[nodiscard]] tern::Result<net::Address> start(const net::Address& address);
-  // Graceful shutdown: stops accepting, tells every client (goaway) to send no more calls, lets
+  // Graceful shutdown: revokes its etcd registration (if any; clients on etcd:// targets stop
+  // sending new calls), stops accepting, tells every client (goaway) to send no more calls, lets
   // calls in flight finish until `grace`, then closes what is left. Returns the calls that were
   // still running at the deadline (their clients see unavailable).
   std::size_t stop(Deadline grace);
