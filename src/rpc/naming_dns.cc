@@ -63,9 +63,9 @@ void follow_dns(Channel::Impl& channel, std::vector<EndpointSpec> targets) {
         resolve_targets(targets, channel.options.resolver);
     if (!found || found->empty()) {
       if (!failing) {
-        TERN_LOG_WARN(
-            "rpc: resolving {} again failed ({}); keeping {} endpoints", fmt::join(targets, ","),
-            found ? std::string("no address") : found.error().message(), channel.endpoints.size());
+        TERN_LOG_WARN("rpc: resolving {} again failed ({}); keeping {} endpoints", names(targets),
+                      found ? std::string("no address") : found.error().message(),
+                      channel.endpoints.size());
       }
       failing = true;
       continue;

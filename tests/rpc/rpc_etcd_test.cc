@@ -211,7 +211,13 @@ TEST(EtcdNaming, ServersJoinAndLeaveWithoutFailedCalls) {
     Load load(channel);
     ASSERT_TRUE(eventually([&] { return a.service.echoes > 0 && b.service.echoes > 0; }));
 
-    // The registration is listed in /status, with the zone and weight it carries in etcd.
+    // What the servers registered reaches the channel's endpoints (and its load balancer).
+    for (const tern::rpc::EndpointStatus& endpoint : channel.endpoint_status()) {
+      EXPECT_EQ(endpoint.zone, endpoint.name == a.address ? "zone-1" : "zone-2");
+      EXPECT_EQ(endpoint.weight, 3u);
+    }
+
+    // The registration is listed in /status.
     bool listed = false;
     for (const auto& [name, value] : tern::prof::collect_status_sections()) {
       if (name != "rpc_registrations") continue;
@@ -477,7 +483,7 @@ TEST(EtcdNaming, RegistrationValuesAndHelpers) {
   options.weight = 7;
   options.zone = "eu-1";
   options.metadata = {{"version", "2"}};
-  tern::rpc::Result<detail::EndpointSpec> spec =
+  tern::rpc::Result<detail::ResolvedEndpoint> spec =
       detail::parse_registration(detail::registration_value(options, "10.1.2.3:80"));
   ASSERT_TRUE(spec) << spec.error().to_string();
   EXPECT_EQ(spec->name, "10.1.2.3:80");
