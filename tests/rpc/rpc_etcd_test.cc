@@ -332,12 +332,13 @@ class FakeEtcd {
     listener_ = std::move(*listener);
     endpoint_ = listener_.local_address()->to_string();
     fiber_ = tern::spawn([this] {
-      for (std::size_t i = 0;; ++i) {
-        tern::Result<tern::net::TcpStream> peer = listener_.accept();
-        if (!peer) return;
+      for (std::size_t i = 0; !stop_;) {
+        // A bounded accept: an interrupt the fiber took in a read or write is not seen again.
+        tern::Result<tern::net::TcpStream> peer = listener_.accept(tern::deadline_after(50ms));
+        if (!peer) continue;
         std::byte request[8192];
         (void)peer->read(request, tern::deadline_after(2s));
-        const std::string& answer = answers_[std::min(i, answers_.size() - 1)];
+        const std::string& answer = answers_[std::min(i++, answers_.size() - 1)];
         (void)peer->write_all(std::as_bytes(std::span(answer)), tern::deadline_after(2s));
         // Held open (a watch stream) until the next connection comes.
         held_ = std::move(*peer);
@@ -345,6 +346,7 @@ class FakeEtcd {
     });
   }
   ~FakeEtcd() {
+    stop_ = true;
     fiber_.interrupt();
     fiber_.join();
   }
@@ -355,6 +357,7 @@ class FakeEtcd {
   tern::net::TcpListener listener_;
   tern::net::TcpStream held_;
   std::string endpoint_;
+  bool stop_ = false;
   tern::Fiber fiber_;
 };
 
