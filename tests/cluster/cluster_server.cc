@@ -1,7 +1,8 @@
 // cluster_server: the server program the cluster tests run on their hosts (docs/cluster.md). It
 // serves tern.cluster_test.Probe, whose replies name the server, so that a client can tell which
-// host answered each call. Prints "cluster_server NAME: listening on HOST:PORT" once it accepts;
-// on SIGTERM stops gracefully (goaway, calls in flight finish within --grace-ms) and exits 0.
+// host answered each call. With --etcd it registers in etcd (and revokes that before draining).
+// Prints "cluster_server NAME: listening on HOST:PORT" once it accepts; on SIGTERM stops
+// gracefully (goaway, calls in flight finish within --grace-ms) and exits 0.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   std::size_t threads = 1;
   std::string io = "auto";
   unsigned grace_ms = 2000;
+  std::string etcd;
   CLI::App app{
       "cluster_server: the tern.cluster_test.Probe server of tern's cluster tests; Whoami answers\n"
       "with --name. Prints 'cluster_server NAME: listening on HOST:PORT'; stops gracefully on\n"
@@ -53,6 +55,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--grace-ms", grace_ms, "how long calls in flight may finish on SIGTERM")
       ->capture_default_str();
+  app.add_option("--etcd", etcd,
+                 "register in etcd at these client endpoints (HOST:PORT,HOST:PORT; empty: do not)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -69,7 +73,10 @@ int main(int argc, char** argv) {
   tern::Runtime runtime({.workers = threads, .make_parker = tern::io::reactors(*backend)});
   return runtime.run([&]() -> int {
     ProbeService service(name);
-    tern::rpc::Server server;
+    tern::rpc::ServerOptions options;
+    options.registry.etcd = etcd;
+    options.registry.timeout = std::chrono::milliseconds(500);
+    tern::rpc::Server server(options);
     if (!server.add_service(service)) return 1;
     const tern::Result<tern::net::Address> bound = server.start(*address);
     if (!bound) {

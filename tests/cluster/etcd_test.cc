@@ -1,18 +1,37 @@
 // Service discovery on a real 3-member etcd cluster across hosts (docs/cluster.md): members
-// e1..e3 on three hosts, cluster_server on three more, the client on its own host.
+// e1..e3 on three hosts, cluster_server on three more registering in it, and a client on its own
+// host whose rpc::Channel follows "etcd://e1,e2,e3/tern.cluster_test.Probe". Losing etcd's quorum
+// costs the client nothing (it keeps the servers it knows), registration resumes once a quorum is
+// back, and a rolling restart behind etcd fails no call.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
 #include "cluster_fixture.h"
 #include "etcd_cluster.h"
 #include "fmt/format.h"
+#include "probe_load.h"
+#include "tern/fiber/fiber.h"
+#include "tern/io/offload.h"
+#include "tern/rpc/channel.h"
+#include "test_scale.h"
+#include "wait_for_condition.h"
 
 namespace cluster_test {
 namespace {
 
 using namespace std::chrono_literals;
+using tern::Clock;
+using tern::deadline_after;
+
+constexpr std::chrono::milliseconds kCallTimeout = 2s;
+constexpr std::chrono::milliseconds kLateMargin = 1s;
+constexpr std::chrono::seconds kPatience = 20s;
+constexpr std::size_t kCallsAfterFault = 200;
+
+int callers() { return std::max(4, tern_test::scaled(16)); }
 
 class EtcdTest : public ClusterTest {
  protected:
@@ -31,24 +50,151 @@ class EtcdTest : public ClusterTest {
     ClusterTest::TearDown();
   }
 
+  // Servers that register in the cluster; the client's etcd:// target of their service.
+  void start_registered_servers(int count) {
+    server_args_ = {"--etcd", etcd_->endpoints()};
+    start_servers(count);
+  }
+  std::string etcd_target() const {
+    return "etcd://" + etcd_->endpoints() + "/tern.cluster_test.Probe";
+  }
+  static tern::rpc::ChannelOptions etcd_channel_options() {
+    tern::rpc::ChannelOptions options = channel_options();
+    options.etcd_timeout = 500ms;
+    options.etcd_max_backoff = 500ms;
+    return options;
+  }
+
+  // Waits until the channel lists every server host's endpoint and each has answered `load`.
+  bool all_servers_followed(const tern::rpc::Channel& channel, const ProbeLoad& load,
+                            Clock::time_point from) {
+    const bool followed = tern_test::wait_until_condition(
+        [&] {
+          return channel.endpoints().size() == server_hosts_.size() &&
+                 std::all_of(server_hosts_.begin(), server_hosts_.end(), [&](const Host* host) {
+                   return load.served_by(host->name, from) > 0;
+                 });
+        },
+        deadline_after(kPatience));
+    EXPECT_TRUE(followed) << "the channel follows " << channel.endpoints().size() << " of "
+                          << server_hosts_.size() << " servers: " << load.summary();
+    return followed;
+  }
+
+  // Waits until every server host answered kCallsAfterFault calls started after `from`.
+  bool all_keep_answering(const ProbeLoad& load, Clock::time_point from) {
+    const bool answered = tern_test::wait_until_condition(
+        [&] {
+          return std::all_of(server_hosts_.begin(), server_hosts_.end(), [&](const Host* host) {
+            return load.served_by(host->name, from) >= kCallsAfterFault;
+          });
+        },
+        deadline_after(kPatience));
+    EXPECT_TRUE(answered) << "not every server kept answering: " << load.summary();
+    return answered;
+  }
+
+  void expect_no_call_lost(const ProbeLoad& load) {
+    EXPECT_EQ(load.failed(), 0u) << "idempotent calls lost: " << load.summary();
+    EXPECT_LE(load.longest(), kCallTimeout + kLateMargin) << load.summary();
+  }
+
   std::unique_ptr<EtcdCluster> etcd_;
 };
 
-// Stop a follower, then the leader: with one member of three left the cluster has no quorum and
-// refuses writes; once a member returns, writes are accepted again.
-TEST_F(EtcdTest, QuorumLostAndRegained) {
-  const int leader = etcd_->leader(client());
-  ASSERT_GE(leader, 0) << "no leader among the three members";
-  ASSERT_TRUE(etcd_->put(client(), "/probe", "1", 2s));
-  const std::size_t follower = leader == 0 ? 1 : 0;
-  etcd_->kill(follower);
-  EXPECT_TRUE(etcd_->put(client(), "/probe", "2", 2s)) << "two members of three are a quorum";
-  etcd_->kill(static_cast<std::size_t>(leader));
-  EXPECT_FALSE(etcd_->put(client(), "/probe", "3", 1s)) << "one member of three is no quorum";
-  std::string why;
-  ASSERT_TRUE(etcd_->start(follower, &why)) << why;
-  EXPECT_TRUE(etcd_->put(client(), "/probe", "4", 5s)) << "a quorum is back";
-  EXPECT_GE(etcd_->leader(client()), 0);
+// The servers register in etcd and the client follows them. A follower member is killed, then
+// the leader: etcd has no quorum (it refuses writes), yet the client keeps its three endpoints
+// and every call succeeds. A fourth server started then cannot register; once a member is back
+// and etcd has a quorum again, its registration goes through and the client sends it calls.
+TEST_F(EtcdTest, ClientKeepsItsEndpointsWithoutQuorumAndRegistrationResumes) {
+  start_registered_servers(3);
+  if (HasFatalFailure()) return;
+  run_in_client([&] {
+    tern::rpc::Result<tern::rpc::Channel> channel =
+        tern::rpc::Channel::open(etcd_target(), etcd_channel_options());
+    ASSERT_TRUE(channel.has_value()) << channel.error().message();
+    ProbeLoad load(*channel, callers(), kCallTimeout);
+    load.start();
+    if (!all_servers_followed(*channel, load, Clock::now())) return;
+
+    const int leader = tern::io::offload([&] { return etcd_->leader(client()); });
+    ASSERT_GE(leader, 0) << "no etcd leader";
+    const std::size_t follower = leader == 0 ? 1 : 0;
+    tern::io::offload([&] { etcd_->kill(follower); });
+    tern::io::offload([&] { etcd_->kill(static_cast<std::size_t>(leader)); });
+    const Clock::time_point lost = Clock::now();
+    EXPECT_FALSE(tern::io::offload([&] { return etcd_->put(client(), "/probe", "x", 1s); }))
+        << "etcd still has a quorum with one member of three";
+    // The channel keeps every endpoint it knew, and they all keep answering.
+    const bool kept = all_keep_answering(load, lost);
+    EXPECT_EQ(channel->endpoints().size(), 3u);
+
+    // A server started while etcd has no quorum cannot register yet.
+    const Host* late = add_server_host();
+    ASSERT_NE(late, nullptr);
+    ASSERT_TRUE(tern::io::offload([&] { return start_server(server_hosts_.size() - 1); }));
+    EXPECT_TRUE(tern::io::offload([&] {
+      return servers_.back()->wait_for_output("in etcd failed", kPatience);
+    })) << late->name
+        << " did not try to register: " << servers_.back()->log();
+    EXPECT_EQ(channel->endpoints().size(), 3u) << late->name << " registered without a quorum";
+    std::string why;
+    ASSERT_TRUE(tern::io::offload([&] { return etcd_->start(follower, &why); })) << why;
+    const Clock::time_point quorum = Clock::now();
+    const bool joined = tern_test::wait_until_condition(
+        [&] { return load.served_by(late->name, quorum) > 0; }, deadline_after(kPatience));
+    const Clock::time_point joined_at = Clock::now();
+    load.stop();
+    channel->close();
+    EXPECT_TRUE(joined) << late->name
+                        << " never got a call after etcd regained its quorum: " << load.summary();
+    if (!kept || !joined) return;
+    expect_no_call_lost(load);
+    report_figure("etcd quorum lost: idempotent calls lost",
+                  fmt::format("{} of {}", load.failed(), load.calls().size()));
+    report_figure("etcd quorum back: time until a server started meanwhile gets calls",
+                  fmt::format("{:.1f} ms", ms_between(quorum, joined_at)));
+  });
+}
+
+// Restart the three registered servers one after the other (SIGTERM: each revokes its
+// registration, waits for clients to drop it, then drains; then it starts again and registers):
+// the client follows etcd and no call fails.
+TEST_F(EtcdTest, RollingRestartBehindEtcdLosesNoCall) {
+  start_registered_servers(3);
+  if (HasFatalFailure()) return;
+  run_in_client([&] {
+    tern::rpc::Result<tern::rpc::Channel> channel =
+        tern::rpc::Channel::open(etcd_target(), etcd_channel_options());
+    ASSERT_TRUE(channel.has_value()) << channel.error().message();
+    ProbeLoad load(*channel, callers(), kCallTimeout);
+    load.start();
+    if (!all_servers_followed(*channel, load, Clock::now())) return;
+
+    double slowest_back = 0;
+    for (std::size_t i = 0; i < server_hosts_.size(); ++i) {
+      const std::string& name = server_hosts_[i]->name;
+      const int status = tern::io::offload([&] { return servers_[i]->terminate(10s); });
+      EXPECT_EQ(status, 0) << name << " did not stop gracefully";
+      const bool restarted = tern::io::offload([&] { return start_server(i); });
+      const Clock::time_point listening = Clock::now();
+      const bool back = restarted && tern_test::wait_until_condition(
+                                         [&] { return load.served_by(name, listening) > 0; },
+                                         deadline_after(kPatience));
+      EXPECT_TRUE(back) << name << " never answered after its restart: " << load.summary();
+      if (!back) break;
+      slowest_back = std::max(slowest_back, ms_between(listening, *load.first_ok(listening, name)));
+    }
+    load.stop();
+    channel->close();
+    expect_no_call_lost(load);
+    report_figure("rolling restart behind etcd: idempotent calls lost",
+                  fmt::format("{} of {}", load.failed(), load.calls().size()));
+    report_figure(
+        "rolling restart behind etcd: longest time from listening to answering (registration "
+        "and watch included)",
+        fmt::format("{:.1f} ms", slowest_back));
+  });
 }
 
 }  // namespace
