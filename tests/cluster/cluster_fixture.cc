@@ -105,6 +105,7 @@ tern::rpc::ChannelOptions ClusterTest::channel_options() {
   options.health_check.interval = 100ms;
   options.health_check.timeout = 100ms;
   options.health_check.unhealthy_after = 2;
+  options.breaker.consecutive_failures = 3;
   options.breaker.base_ejection = 200ms;
   options.breaker.max_ejection = 1s;
   return options;

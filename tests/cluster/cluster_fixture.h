@@ -42,7 +42,8 @@ class ClusterTest : public ::testing::Test {
   void run_in_client(const std::function<void()>& body);
   // Channel options of the scenarios: pings every 100 ms, dropped after 200 ms of silence;
   // reconnects that back off at most 200 ms with 200 ms per attempt; health checks every 100 ms
-  // (unhealthy after 2 failures); breakers that eject for 200 ms at first and 1 s at most. A
+  // (unhealthy after 2 failures); breakers that open after 3 failures in a row and eject for
+  // 200 ms at first and 1 s at most. A
   // dead or cut endpoint is noticed and a returning one found within a few hundred ms.
   static tern::rpc::ChannelOptions channel_options();
   // What `channel` knows of the server endpoint on `host` now; nullopt if it has none.
