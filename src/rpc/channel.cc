@@ -60,7 +60,35 @@ std::unique_ptr<Channel::Impl> new_channel(ChannelOptions options) {
   if (options.connections_per_endpoint == 0) options.connections_per_endpoint = 1;
   impl->retry_budget = detail::RetryBudget(options.retry_budget);
   impl->options = std::move(options);
+  impl->tls = impl->options.tls;
+  if (!impl->options.bearer_token.empty())
+    impl->authorization = "Bearer " + impl->options.bearer_token;
   return impl;
+}
+
+// Takes "tls://" off the targets; if one had it and the options hold no TLS context, gives the
+// channel one trusting the system's CA bundle. Fails for a server context.
+Result<void> set_up_tls(Channel::Impl& impl, std::vector<EndpointSpec>& targets) {
+  constexpr std::string_view kTls = "tls://";
+  bool asked = false;
+  for (EndpointSpec& spec : targets) {
+    if (!spec.address.starts_with(kTls)) continue;
+    spec.address.erase(0, kTls.size());
+    asked = true;
+  }
+  if (impl.tls.is_valid() && impl.tls.is_server()) {
+    return std::unexpected(Status(StatusCode::invalid_argument,
+                                  "ChannelOptions::tls holds a server context, not a client one"));
+  }
+  if (asked && !impl.tls.is_valid()) {
+    tern::Result<tls::TlsContext> context = tls::TlsContext::client({});
+    if (!context) {
+      return std::unexpected(
+          Status(StatusCode::unavailable, "no TLS client context: " + context.error().message()));
+    }
+    impl.tls = std::move(*context);
+  }
+  return {};
 }
 
 }  // namespace
@@ -110,6 +138,7 @@ Result<Channel> Channel::open(std::span<const EndpointSpec> specs, ChannelOption
   std::unique_ptr<Impl> impl = new_channel(std::move(options));
   std::vector<EndpointSpec> targets(specs.begin(), specs.end());
   for (EndpointSpec& spec : targets) spec.address = std::string(trim(spec.address));
+  if (Result<void> tls = set_up_tls(*impl, targets); !tls) return std::unexpected(tls.error());
   Result<std::vector<detail::ResolvedEndpoint>> found =
       detail::resolve_targets(targets, impl->options.resolver);
   if (!found) return std::unexpected(found.error());
@@ -281,7 +310,8 @@ wire::Metadata& request_metadata() {
 }
 
 void fill_request_metadata(wire::Metadata& metadata, const ClientContext& context,
-                           std::string_view service, std::string_view method, Deadline deadline) {
+                           std::string_view service, std::string_view method, Deadline deadline,
+                           const std::string& authorization) {
   metadata.Clear();
   metadata.set_service(service.data(), service.size());
   metadata.set_method(method.data(), method.size());
@@ -290,10 +320,17 @@ void fill_request_metadata(wire::Metadata& metadata, const ClientContext& contex
         std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count();
     metadata.set_timeout_us(left > 0 ? static_cast<std::uint64_t>(left) : 1);
   }
+  bool authorized = authorization.empty();
   for (const auto& [key, value] : context.metadata()) {
     wire::MetadataEntry* entry = metadata.add_entries();
     entry->set_key(key);
     entry->set_value(value);
+    authorized = authorized || key == "authorization";
+  }
+  if (!authorized) {
+    wire::MetadataEntry* entry = metadata.add_entries();
+    entry->set_key("authorization");
+    entry->set_value(authorization);
   }
 }
 
@@ -338,7 +375,7 @@ bool send_attempt(Channel::Impl& impl, ClientContext& context, Attempt& attempt,
                   std::string_view method, const google::protobuf::MessageLite& request,
                   Deadline deadline) {
   wire::Metadata& metadata = request_metadata();
-  fill_request_metadata(metadata, context, service, method, deadline);
+  fill_request_metadata(metadata, context, service, method, deadline, impl.authorization);
   if (!connection.send(&attempt.call, detail::FrameType::request, metadata, request,
                        context.compression())) {
     return false;
@@ -545,7 +582,7 @@ Status Channel::notify(ClientContext& context, std::string_view service, std::st
   }
   context.peer_ = connection->endpoint().name;
   wire::Metadata& metadata = request_metadata();
-  fill_request_metadata(metadata, context, service, method, deadline);
+  fill_request_metadata(metadata, context, service, method, deadline, impl.authorization);
   if (!connection->send(nullptr, detail::FrameType::one_way, metadata, request,
                         context.compression())) {
     ++impl.stats.failed_calls;

@@ -77,8 +77,7 @@ void ClientConnection::manage() {
   const net::ConnectorOptions& policy = channel_.options.reconnect;
   std::chrono::milliseconds backoff = policy.initial_backoff;
   while (!closing_) {
-    tern::Result<net::TcpStream> stream =
-        net::TcpStream::connect(endpoint_.address, deadline_after(policy.attempt_timeout));
+    tern::Result<Transport> stream = open_transport();
     if (closing_) break;
     if (!stream) {
       last_error_ = stream.error().message();  // "connect ADDRESS: why" or "resolve NAME: why"
@@ -92,7 +91,7 @@ void ClientConnection::manage() {
           policy.max_backoff);
       continue;
     }
-    stream_ = Transport(std::move(*stream));
+    stream_ = std::move(*stream);
     const bool told_to_go = serve();
     if (!told_to_go && frames_received_ > 0) {
       backoff = policy.initial_backoff;
@@ -106,6 +105,29 @@ void ClientConnection::manage() {
         std::min(std::chrono::duration_cast<std::chrono::milliseconds>(backoff * policy.multiplier),
                  policy.max_backoff);
   }
+}
+
+tern::Result<Transport> ClientConnection::open_transport() {
+  tern::Result<net::TcpStream> tcp = net::TcpStream::connect(
+      endpoint_.address, deadline_after(channel_.options.reconnect.attempt_timeout));
+  if (!tcp) return fail(tcp.error());
+  if (!channel_.tls.is_valid()) return Transport(std::move(*tcp));
+  // The name the certificate must carry: the one configured, the target's host, or (an endpoint
+  // etcd listed) the address of "address:port".
+  std::string server_name = channel_.options.tls_server_name;
+  if (server_name.empty()) server_name = endpoint_.server_name;
+  if (server_name.empty()) {
+    server_name = endpoint_.name.substr(0, endpoint_.name.rfind(':'));
+    if (server_name.starts_with('[')) server_name = server_name.substr(1, server_name.size() - 2);
+  }
+  tern::Result<tls::TlsStream> secured =
+      tls::TlsStream::connect(std::move(*tcp), channel_.tls, server_name,
+                              deadline_after(channel_.options.tls_handshake_timeout));
+  if (!secured) {
+    return fail(with_context(
+        secured.error(), fmt::format("TLS handshake with {} ({})", endpoint_.name, server_name)));
+  }
+  return Transport(std::move(*secured));
 }
 
 bool ClientConnection::serve() {

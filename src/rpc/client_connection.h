@@ -49,6 +49,7 @@ struct Endpoint {
   std::uint32_t weight = 1;
   std::string zone;
   MetadataEntries metadata;
+  std::string server_name;  // its target's host: the name a TLS server's certificate must carry
   // Load and outcome of the calls sent to it (ChannelOptions::breaker, least_loaded).
   std::uint32_t in_flight = 0;
   double latency_ewma_ms = 0;
@@ -74,6 +75,8 @@ namespace tern::rpc {
 struct Channel::Impl {
   ChannelOptions options;
   detail::Limits limits;
+  tls::TlsContext tls;        // a client context when the connections speak TLS
+  std::string authorization;  // "Bearer <ChannelOptions::bearer_token>", or empty
   std::vector<std::unique_ptr<detail::Endpoint>> endpoints;
   std::vector<std::pair<std::uint64_t, std::size_t>> ring;  // consistent hash: point, endpoint
   std::size_t next_endpoint = 0;
@@ -138,6 +141,9 @@ class ClientConnection {
 
  private:
   void manage();
+  // Connects to the endpoint and, for a TLS endpoint, runs the handshake; an error's message
+  // says which step failed and why (OpenSSL's reason for a refused certificate).
+  tern::Result<Transport> open_transport();
   // Serves a connected stream until it fails; true when the server had sent goaway.
   bool serve();
   bool handle(const RawFrame& frame);

@@ -19,6 +19,7 @@ namespace tern::rpc::detail {
 struct ResolvedEndpoint {
   net::Address address;
   std::string name;  // "127.0.0.1:5000"
+  std::string host;  // the target's host ("db.example"), which a TLS server's certificate names
   std::uint32_t weight = 1;
   std::string zone;
   MetadataEntries metadata;

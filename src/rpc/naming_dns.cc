@@ -18,6 +18,14 @@ std::string names(const std::vector<EndpointSpec>& targets) {
   return out;
 }
 
+// The host part of "host:port" ("::1" of "[::1]:7000").
+std::string host_of(std::string_view target) {
+  target = target.substr(0, target.rfind(':'));
+  if (target.size() >= 2 && target.front() == '[' && target.back() == ']')
+    target = target.substr(1, target.size() - 2);
+  return std::string(target);
+}
+
 }  // namespace
 
 Result<std::vector<ResolvedEndpoint>> resolve_targets(const std::vector<EndpointSpec>& targets,
@@ -45,6 +53,7 @@ Result<std::vector<ResolvedEndpoint>> resolve_targets(const std::vector<Endpoint
       ResolvedEndpoint resolved;
       resolved.address = address;
       resolved.name = address.to_string();
+      resolved.host = host_of(target);
       resolved.weight = std::max<std::uint32_t>(spec.weight, 1);
       resolved.zone = spec.zone;
       resolved.metadata = spec.metadata;

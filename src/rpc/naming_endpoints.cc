@@ -45,6 +45,7 @@ void set_endpoints(Channel::Impl& channel, std::vector<ResolvedEndpoint> wanted)
       endpoint = std::make_unique<Endpoint>();
       endpoint->address = spec.address;
       endpoint->name = spec.name.empty() ? spec.address.to_string() : spec.name;
+      endpoint->server_name = spec.host;
       for (std::size_t i = 0; i < channel.options.connections_per_endpoint; ++i) {
         endpoint->connections.push_back(std::make_unique<ClientConnection>(channel, *endpoint, i));
       }

@@ -100,6 +100,20 @@ void Server::add_interceptor(Interceptor interceptor) {
   state_->interceptors.push_back(std::move(interceptor));
 }
 
+namespace {
+
+// Stops the listener start() made, at once (a TLS server is kept for its counters).
+void stop_listening(Server::State& state) {
+  if (state.tcp) {
+    (void)state.tcp->stop(kNoDeadline);
+    state.tcp.reset();
+  } else if (state.tls_server) {
+    (void)state.tls_server->stop(kNoDeadline);
+  }
+}
+
+}  // namespace
+
 tern::Result<net::Address> Server::start(const net::Address& address) {
   TERN_ASSERT(!running_, "rpc::Server::start called twice");
   state_->workers.clear();
@@ -108,22 +122,39 @@ tern::Result<net::Address> Server::start(const net::Address& address) {
   }
   state_->stopping.store(false, std::memory_order_release);
   State* state = state_.get();
-  state_->tcp = std::make_unique<net::TcpServer>(options_.tcp, [this, state](net::TcpStream& s) {
-    detail::Transport transport(std::move(s));
+  auto serve = [this, state](detail::Transport& transport) {
     detail::ServerConnection connection(*this, *state, transport);
     connection.serve();
-  });
-  tern::Result<net::Address> bound = state_->tcp->start(address);
+  };
+  tern::Result<net::Address> bound;
+  if (options_.tls.is_valid()) {
+    if (!options_.tls.is_server()) {
+      return fail(with_explanation(std::make_error_code(std::errc::invalid_argument),
+                                   "rpc::Server: ServerOptions::tls holds a client context"));
+    }
+    tls::TlsServerOptions tls_options{.tcp = options_.tcp,
+                                      .handshake_timeout = options_.tls_handshake_timeout};
+    state_->tls_server =
+        std::make_unique<tls::TlsServer>(options_.tls, tls_options, [serve](tls::TlsStream& s) {
+          detail::Transport transport(std::move(s));
+          serve(transport);
+        });
+    bound = state_->tls_server->start(address);
+  } else {
+    state_->tcp = std::make_unique<net::TcpServer>(options_.tcp, [serve](net::TcpStream& s) {
+      detail::Transport transport(std::move(s));
+      serve(transport);
+    });
+    bound = state_->tcp->start(address);
+  }
   if (!bound) {
-    (void)state_->tcp->stop(kNoDeadline);
-    state_->tcp.reset();
+    stop_listening(*state_);
     return bound;
   }
   if (!options_.registry.etcd.empty()) {
     state_->registration = start_registration(options_.registry, *state_, *bound);
     if (!state_->registration) {
-      (void)state_->tcp->stop(kNoDeadline);
-      state_->tcp.reset();
+      stop_listening(*state_);
       return fail(std::errc::invalid_argument);
     }
   }
@@ -156,7 +187,11 @@ std::size_t Server::stop(Deadline grace) {
   std::size_t cut = 0;
   if (!state_->calls.wait_until(grace)) cut = state_->in_flight.load(std::memory_order_acquire);
   // Connections still open at the deadline are shut down; their calls see cancelled().
-  (void)state_->tcp->stop(grace);
+  if (state_->tcp) {
+    (void)state_->tcp->stop(grace);
+  } else {
+    (void)state_->tls_server->stop(grace);
+  }
   wait_all(state_->calls);
   state_->tcp.reset();
   running_ = false;
@@ -183,6 +218,15 @@ ServerStats Server::stats() const noexcept {
   stats.connection_bytes = s.connection_bytes.load(std::memory_order_relaxed);
   stats.connection_bytes_peak = s.connection_bytes_peak.load(std::memory_order_relaxed);
   stats.connection_calls_peak = s.connection_calls_peak.load(std::memory_order_relaxed);
+  if (s.tls_server) {
+    const tls::TlsServerStats tls = s.tls_server->stats();
+    stats.tls_handshakes = tls.handshakes;
+    stats.tls_resumed = tls.resumed;
+    stats.tls_rejected_not_tls = tls.rejected_not_tls;
+    stats.tls_rejected_certificate = tls.rejected_certificate;
+    stats.tls_handshake_timeouts = tls.handshake_timeouts;
+    stats.tls_handshake_closed = tls.handshake_closed;
+  }
   return stats;
 }
 

@@ -59,6 +59,7 @@ ServerConnection::ServerConnection(const Server& server, Server::State& state, T
       input_(stream, state.limits, state.options.frame_read_timeout) {
   tern::Result<net::Address> peer = stream.peer_address();
   peer_ = peer ? peer->to_string() : std::string("unknown peer");
+  if (tls::TlsStream* tls = stream.tls()) peer_identity_ = tls->peer_identity();
   input_.set_retained_size(state.options.retained_buffer_size);
   writer_.set_retained_size(state.options.retained_buffer_size);
   writer_.set_write_timeout(state.options.write_timeout);

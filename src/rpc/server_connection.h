@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -38,6 +39,10 @@ class ServerConnection {
   void call_ended(ServerCall& call);
 
   const std::string& peer() const noexcept { return peer_; }
+  // The client's certificate on a TLS connection, else nullptr.
+  const tls::PeerIdentity* peer_identity() const noexcept {
+    return peer_identity_ ? &*peer_identity_ : nullptr;
+  }
   const bool* closed_flag() const noexcept { return &closed_; }
 
  private:
@@ -95,6 +100,7 @@ class ServerConnection {
   wire::Metadata metadata_;
   std::string scratch_;
   std::string peer_;
+  std::optional<tls::PeerIdentity> peer_identity_;
   IntrusiveList<ServerCall, &ServerCall::hook> calls_;
   WaitGroup call_fibers_;
   std::uint64_t last_call_id_ = 0;

@@ -17,6 +17,7 @@
 #include "tern/net/tcp_server.h"
 #include "tern/rpc/server.h"
 #include "tern/rpc/service.h"
+#include "tern/tls/tls_server.h"
 
 namespace tern::rpc::detail {
 class ServerConnection;
@@ -47,7 +48,8 @@ struct Server::State {
   detail::Limits limits;
   std::unordered_map<std::string, ServiceEntry, detail::StringHash, std::equal_to<>> services;
   std::vector<Interceptor> interceptors;
-  std::unique_ptr<net::TcpServer> tcp;
+  std::unique_ptr<net::TcpServer> tcp;         // a plaintext server, while it runs
+  std::unique_ptr<tls::TlsServer> tls_server;  // a TLS server (kept after stop() for stats())
   std::vector<std::unique_ptr<WorkerConnections>> workers;
   WaitGroup calls;  // every call fiber, so stop() can wait for them
   // The server's registration in etcd while it runs (ServerOptions::registry).

@@ -7,6 +7,7 @@
 #include <tern/rpc/client_context.h>
 #include <tern/rpc/future.h>
 #include <tern/rpc/status.h>
+#include <tern/tls/tls_context.h>
 
 #include <chrono>
 #include <cstddef>
@@ -156,6 +157,20 @@ struct ChannelOptions {
   std::string etcd_prefix = "/tern/services";
   std::chrono::milliseconds etcd_timeout{3'000};
   std::chrono::milliseconds etcd_max_backoff{5'000};
+  // TLS to every endpoint when it holds a client context (docs/tls.md): the handshake runs after
+  // each connect and reconnect (resuming the last session when the context keeps them), the
+  // server's certificate must verify and carry the target's host name, which is sent as SNI.
+  // Targets written "tls://host:port" make the channel speak TLS even without it, with a context
+  // trusting the system's CA bundle.
+  tls::TlsContext tls{};
+  // The name the servers' certificates must carry, and the SNI sent, instead of each target's
+  // host (e.g. a certificate for "db.internal" reached through 10.0.0.7).
+  std::string tls_server_name{};
+  // A connect whose TLS handshake does not finish within this fails like a refused connect.
+  std::chrono::milliseconds tls_handshake_timeout{10'000};
+  // Sent with every call as the metadata "authorization: Bearer <token>" (docs/tls.md) unless the
+  // call's ClientContext carries its own "authorization" (empty: none).
+  std::string bearer_token{};
 };
 
 // Counters of a Channel; from the channel's worker.
@@ -200,7 +215,8 @@ struct EndpointStatus {
 // A client of one or more RPC servers: "host:port", "host:port,host:port", "dns://name:port"
 // (every address the name resolves to, resolved again every dns_refresh_interval), "unix:/path",
 // or "etcd://host:port,host:port/service" (the servers registered for the service in etcd,
-// followed as they come and go; docs/rpc.md, "Naming"). Keeps a small pool of multiplexed
+// followed as they come and go; docs/rpc.md, "Naming"); "tls://" before the targets (or
+// ChannelOptions::tls) makes every connection TLS. Keeps a small pool of multiplexed
 // connections per endpoint, reconnects with backoff, checks health with pings and health checks,
 // ejects failing endpoints (a circuit breaker each), balances calls (round robin, consistent
 // hash, least loaded or locality) and retries or hedges idempotent calls on another endpoint

@@ -6,6 +6,7 @@
 #include <tern/net/tcp_server.h>
 #include <tern/rpc/server_context.h>
 #include <tern/rpc/status.h>
+#include <tern/tls/tls_context.h>
 
 #include <chrono>
 #include <cstddef>
@@ -93,6 +94,11 @@ struct ServerOptions {
   std::size_t handler_stack_size = 0;
   // Registration in etcd (off unless registry.etcd is set).
   RegistryOptions registry{};
+  // Serves TLS when it holds a server context (docs/tls.md): every connection runs the handshake
+  // before its first frame. A client that speaks plaintext, shows a refused certificate or does
+  // not finish within tls_handshake_timeout is logged, counted (ServerStats::tls_*) and closed.
+  tls::TlsContext tls{};
+  std::chrono::milliseconds tls_handshake_timeout{10'000};
 };
 
 // Counters of a Server; any thread.
@@ -114,6 +120,13 @@ struct ServerStats {
   std::uint64_t connection_bytes = 0;       // bytes the open connections hold now (all of them)
   std::uint64_t connection_bytes_peak = 0;  // the most bytes one connection held at a time
   std::uint64_t connection_calls_peak = 0;  // the most calls one connection ran at a time
+  // With ServerOptions::tls, since start():
+  std::uint64_t tls_handshakes = 0;            // connections whose handshake succeeded
+  std::uint64_t tls_resumed = 0;               // of those, resumed sessions
+  std::uint64_t tls_rejected_not_tls = 0;      // plaintext, garbage, no common version or cipher
+  std::uint64_t tls_rejected_certificate = 0;  // a client certificate missing or refused
+  std::uint64_t tls_handshake_timeouts = 0;    // past tls_handshake_timeout
+  std::uint64_t tls_handshake_closed = 0;      // the client left during the handshake
 };
 
 // The rest of an interceptor chain: calling it runs the next interceptor, or the handler after

@@ -9,6 +9,10 @@
 #include <string_view>
 #include <vector>
 
+namespace tern::tls {
+struct PeerIdentity;
+}
+
 namespace tern::rpc {
 
 namespace detail {
@@ -33,6 +37,10 @@ class ServerContext {
   std::uint64_t call_id() const noexcept { return call_id_; }
   // The client's address ("127.0.0.1:51234").
   const std::string& peer() const noexcept { return *peer_; }
+  // On a TLS connection, who the client proved to be: its certificate's subject and subject
+  // alternative names and whether they verified (a struct of tern/tls/tls_stream.h); nullptr on
+  // a plaintext connection.
+  const tls::PeerIdentity* peer_identity() const noexcept { return peer_identity_; }
 
   // The request metadata, and the value of one key (std::nullopt when absent).
   const MetadataEntries& metadata() const noexcept { return metadata_; }
@@ -61,6 +69,7 @@ class ServerContext {
   const bool* connection_closed_ = nullptr;
   std::uint64_t call_id_ = 0;
   const std::string* peer_ = nullptr;
+  const tls::PeerIdentity* peer_identity_ = nullptr;
   MetadataEntries metadata_;
   MetadataEntries reply_metadata_;
   std::vector<ClientContext*> downstream_;  // calls in flight from_server_context(*this)
