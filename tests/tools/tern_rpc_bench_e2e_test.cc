@@ -26,6 +26,7 @@
 #include "tern/rpc/server.h"
 #include "tern_bench_process.h"
 #include "tern_bench_report.h"
+#include "tls/tls_test_util.h"
 
 namespace tern::test {
 namespace {
@@ -131,6 +132,28 @@ TEST(TernRpcBench, ADurationCapEndsTheRunEarly) {
   EXPECT_LT(r["figures"]["elapsed_s"].get<double>(), 5.0);
   ASSERT_EQ(r["notes"].size(), 1u) << r.dump();
   EXPECT_NE(r["notes"][0].get<std::string>().find("--duration cap"), std::string::npos);
+}
+
+TEST(TernRpcBench, OverTlsWithTheServerVerified) {
+  const tern_tls_test::Certs& certs = tern_tls_test::Certs::get();
+  ASSERT_TRUE(certs.ok);
+  ServerProcess server({TERN_RPC_SERVER_BINARY, "--port", "0", "--threads", "1", "--io", backend(),
+                        "--tls-cert", certs.crt("server"), "--tls-key", certs.key("server")});
+  ASSERT_GT(server.port(), 0) << server.first_line();
+  EXPECT_NE(server.first_line().find("(TLS, 1 workers"), std::string::npos) << server.first_line();
+  // The certificate names 127.0.0.1, the target's host, and chains to the test CA.
+  const ToolRun run =
+      rpc_bench(server.port(), {"-c", "10", "-n", "1000", "--tls", "--tls-ca", certs.ca()});
+  const Json r = report_of(run);
+  expect_verified_calls(run, r, 1000);
+  EXPECT_EQ(r["params"]["tls"], true);
+  // A plaintext client of the TLS server fails; the server goes on and stops cleanly.
+  const ToolRun plain = rpc_bench(server.port(), {"-c", "2", "-n", "4", "--timeout", "2"});
+  EXPECT_NE(plain.status, 0) << plain.out;
+  EXPECT_EQ(server.stop(), 0) << server.last_line();
+  EXPECT_NE(server.last_line().find("stopped; 1000 calls served (0 failed, 0 rejected)"),
+            std::string::npos)
+      << server.last_line();
 }
 
 // BenchmarkService answering field2 = 99: every reply fails tern-bench's check.
@@ -242,6 +265,9 @@ TEST(TernRpcBench, BadCommandLinesExitWith2AndSayWhy) {
       {{TERN_BENCH_BINARY, "rpc", "nohost"}, "target 'nohost'"},
       {{TERN_RPC_SERVER_BINARY, "--io", "kqueue"}, "--io"},
       {{TERN_RPC_SERVER_BINARY, "--port", "70000"}, "--port"},
+      {{TERN_BENCH_BINARY, "rpc", "--tls-ca", "ca.crt"}, "--tls-ca needs --tls"},
+      {{TERN_RPC_SERVER_BINARY, "--tls-cert", "a.crt"}, "--tls-cert and --tls-key go together"},
+      {{TERN_RPC_SERVER_BINARY, "--tls-ca", "ca.crt"}, "--tls-ca: client certificates need TLS"},
   };
   for (const Case& c : cases) {
     const ToolRun run = run_tool(c.args);

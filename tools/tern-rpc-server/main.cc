@@ -17,6 +17,7 @@
 #include "tern/io/signal.h"
 #include "tern/net/address.h"
 #include "tern/rpc/server.h"
+#include "tern/tls/tls_context.h"
 
 namespace {
 
@@ -30,6 +31,9 @@ struct Config {
   std::string admin;  // HOST:PORT of the admin endpoint (/metrics); empty: none
   tern::tools::AdminAccessFlags admin_access;  // its TLS and token
   std::string idle_poll;                       // --idle-poll's text; empty: not given
+  std::string tls_cert;  // PEM certificate chain: serve RPC over TLS (with tls_key)
+  std::string tls_key;   // its private key
+  std::string tls_ca;    // CA bundle: require client certificates that chain to it (mutual TLS)
   // Defaults that bound what idle or abandoned clients can hold: a connection costs
   // about 16 KiB even when idle, and a client's Channel pings every 5 s, so a live client is
   // never idle this long.
@@ -70,6 +74,12 @@ int main(int argc, char** argv) {
   app.add_option("--admin", config.admin, tern::tools::kAdminOptionHelp);
   tern::tools::add_admin_access_options(app, config.admin_access);
   app.add_option("--idle-poll", config.idle_poll, tern::tools::kIdlePollOptionHelp);
+  app.add_option("--tls-cert", config.tls_cert,
+                 "serve RPC over TLS with this PEM certificate chain (with --tls-key)");
+  app.add_option("--tls-key", config.tls_key, "the PEM private key of --tls-cert");
+  app.add_option("--tls-ca", config.tls_ca,
+                 "require client certificates that chain to this PEM CA bundle (mutual TLS; "
+                 "needs --tls-cert)");
   app.add_option("--max-connections", config.max_connections,
                  "connections open at once; more are accepted and closed at once (0: no limit)")
       ->capture_default_str();
@@ -110,6 +120,27 @@ int main(int argc, char** argv) {
   std::optional<std::chrono::microseconds> idle_poll;
   if (!tern::tools::parse_idle_poll_option("tern-rpc-server", config.idle_poll, idle_poll))
     return 2;
+  if (config.tls_cert.empty() != config.tls_key.empty()) {
+    std::fprintf(stderr, "tern-rpc-server: --tls-cert and --tls-key go together\n");
+    return 2;
+  }
+  if (!config.tls_ca.empty() && config.tls_cert.empty()) {
+    std::fprintf(stderr, "tern-rpc-server: --tls-ca: client certificates need TLS (--tls-cert)\n");
+    return 2;
+  }
+  tern::tls::TlsContext tls;
+  if (!config.tls_cert.empty()) {
+    const tern::Result<tern::tls::TlsContext> context = tern::tls::TlsContext::server(
+        {.certificates = {tern::tls::Certificate::files(config.tls_cert, config.tls_key)},
+         .ca_file = config.tls_ca,
+         .client_auth =
+             config.tls_ca.empty() ? tern::tls::ClientAuth::none : tern::tls::ClientAuth::require});
+    if (!context) {
+      std::fprintf(stderr, "tern-rpc-server: --tls-cert: %s\n", context.error().message().c_str());
+      return 2;
+    }
+    tls = *context;
+  }
 
   // No log call on a worker waits for the log (a stderr nobody reads, say).
   if (!tern::tools::start_server_log("tern-rpc-server")) return 1;
@@ -123,6 +154,7 @@ int main(int argc, char** argv) {
     tern::rpc::ServerOptions options;
     options.tcp.max_connections = config.max_connections;
     options.tcp.idle_timeout = std::chrono::milliseconds(config.idle_timeout_ms);
+    options.tls = tls;
     tern::rpc::Server server(options);
     if (tern::Result<void> added = server.add_service(service); !added) {
       std::fprintf(stderr, "tern-rpc-server: cannot add the service: %s\n",
@@ -142,10 +174,10 @@ int main(int argc, char** argv) {
       server.stop(tern::deadline_after(0s));
       return 1;
     }
-    std::printf("tern-rpc-server: listening on %s (%zu workers, %s%s)\n",
-                bound->to_string().c_str(), tern::this_worker::count(),
-                std::string(tern::io::to_string(tern::io::current_backend())).c_str(),
-                admin_text->c_str());
+    std::printf(
+        "tern-rpc-server: listening on %s (%s%zu workers, %s%s)\n", bound->to_string().c_str(),
+        tls.is_valid() ? "TLS, " : "", tern::this_worker::count(),
+        std::string(tern::io::to_string(tern::io::current_backend())).c_str(), admin_text->c_str());
     std::fflush(stdout);
     (void)tern::io::wait_for_stop_signal();
     const std::size_t cut = server.stop(tern::deadline_after(1s));

@@ -322,11 +322,17 @@ CLI::App* add_rpc_options(CLI::App& app, RpcOptions& o) {
       ->add_option("--timeout", o.timeout_s,
                    "seconds a call may take (its deadline); also bounds the wait for connections")
       ->capture_default_str();
+  command->add_flag("--tls", o.tls,
+                    "every connection over TLS (e.g. against tern-rpc-server --tls-cert)");
+  command->add_option("--tls-ca", o.tls_ca,
+                      "with --tls: verify the server's certificate and name against this CA "
+                      "bundle (PEM file); without it the certificate is not checked");
   check_after_parse(command, o);
   return command;
 }
 
 std::string check_options(RpcOptions& o) {
+  if (!o.tls_ca.empty() && !o.tls) return "--tls-ca needs --tls";
   if (std::string why = at_least_one("-c/--concurrency", o.concurrency, "client"); !why.empty())
     return why;
   if (std::string why = at_least_one("-n/--calls", o.calls, "call"); !why.empty()) return why;

@@ -107,6 +107,8 @@ struct RpcOptions {
   std::uint64_t calls = 100000;   // -n: calls over all clients
   std::size_t shared = 0;         // --shared K: the clients share K channels; 0: one each
   double timeout_s = 10;          // per call (and the wait for the connections)
+  bool tls = false;               // --tls: every connection over TLS (tern::tls)
+  std::string tls_ca;  // --tls-ca: verify the server against this CA bundle (empty: no check)
 };
 
 // Each add_*_options adds the subcommand with its options, defaults and checks to `app`

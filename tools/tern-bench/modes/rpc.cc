@@ -7,6 +7,7 @@
 // "OK", field2 100, field3 untouched) and every call timed; TPS = verified calls / seconds from the
 // start to the last reply.
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "tern/fiber/wait_group.h"
 #include "tern/io/backend.h"
 #include "tern/rpc/channel.h"
+#include "tern/tls/tls_context.h"
 
 namespace tern::bench {
 
@@ -84,6 +86,7 @@ struct Run {
 
   const RpcOptions& o;
   std::string address;
+  tls::TlsContext tls;  // --tls: the client context every channel shares
   std::size_t workers;
   std::size_t channel_count;
   std::size_t message_bytes = 0;
@@ -106,6 +109,8 @@ void run_channel(Run& run, std::size_t j) {
   rpc::ChannelOptions options;
   options.connections_per_endpoint = 1;
   options.ping_interval = std::chrono::milliseconds(0);  // the peers' clients send none either
+  options.tls = run.tls;
+  options.tls_server_name = run.o.net.target.host;
   rpc::Result<rpc::Channel> opened = rpc::Channel::open(run.address, std::move(options));
   if (!opened) {
     slot.error = "opening the channel: " + opened.error().to_string();
@@ -167,6 +172,15 @@ int run_rpc(const RpcOptions& o) {
   Result<net::Address> address = resolve_target_or_say(o.net.target, "rpc");
   if (!address) return 1;
   Run run(o, address->to_string());
+  if (o.tls) {
+    Result<tls::TlsContext> context =
+        tls::TlsContext::client({.ca_file = o.tls_ca, .verify_peer = !o.tls_ca.empty()});
+    if (!context) {
+      std::fprintf(stderr, "tern-bench rpc: %s\n", context.error().message().c_str());
+      return 1;
+    }
+    run.tls = *context;
+  }
   {
     BenchmarkMessage request;
     fill_rpc_request(request);
@@ -220,6 +234,7 @@ int run_rpc(const RpcOptions& o) {
   report.params["message_bytes"] = run.message_bytes;
   report.params["shared"] = o.shared;
   report.params["timeout_s"] = o.timeout_s;
+  report.params["tls"] = o.tls;
   add_network_params(report, o.net, backend);
   report.figures["calls"] = calls;
   report.figures["tps"] = round_to(tps, 1);
