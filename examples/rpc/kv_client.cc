@@ -1,5 +1,6 @@
-// A client of kv_server: waits for the server, puts, gets, lists and deletes keys, and prints each
-// answer. Exits with 0 when every answer is the expected one. Usage: kv_client host:port [token]
+// A client of kv_server: waits for the server, puts, gets, lists, scans and deletes keys, and
+// prints each answer. Exits with 0 when every answer is the expected one.
+// Usage: kv_client host:port [token]
 #include <tern/fiber/runtime.h>
 #include <tern/rpc/channel.h>
 
@@ -94,6 +95,25 @@ bool list(kv::KeyValueClient& client, const std::string& token, const std::strin
   return found == expected;
 }
 
+// Streams the entries under a prefix (Scan) and checks them.
+bool scan(kv::KeyValueClient& client, const std::string& token, const std::string& prefix,
+          const std::string& expected) {
+  tern::rpc::ClientContext context = call_context(token);
+  kv::ListRequest request;
+  request.set_prefix(prefix);
+  tern::rpc::ClientReader<kv::Entry> entries = client.Scan(context, request);
+  std::string found;
+  kv::Entry entry;
+  for (;;) {
+    tern::rpc::Result<bool> got = entries.read(entry);  // parks until the next entry
+    if (!got) return failed("scan", got.error());
+    if (!*got) break;  // the server ended the stream with ok
+    found += (found.empty() ? "" : " ") + entry.key() + "=" + entry.value();
+  }
+  std::printf("scan %s: %s\n", prefix.c_str(), found.c_str());
+  return found == expected;
+}
+
 // Deletes key and prints whether it had a value.
 bool delete_key(kv::KeyValueClient& client, const std::string& token, const std::string& key) {
   tern::rpc::ClientContext context = call_context(token);
@@ -132,6 +152,7 @@ int main(int argc, char** argv) {
         get(client, token, "greeting", "hello again") && get(client, token, "missing", nullptr) &&
         put_concurrently(client, token) &&
         list(client, token, "colour/", "colour/blue=blue colour/green=green colour/red=red") &&
+        scan(client, token, "colour/", "colour/blue=blue colour/green=green colour/red=red") &&
         delete_key(client, token, "greeting") && get(client, token, "greeting", nullptr);
     std::printf("kv_client: %s\n", ok ? "every answer as expected" : "unexpected answer");
     return ok ? 0 : 1;

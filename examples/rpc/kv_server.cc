@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kv.tern.h"  // generated from kv.proto by tern_add_proto
 
@@ -62,6 +63,24 @@ class KeyValue final : public kv::KeyValueBase {
       entry->set_value(it->second);
     }
     return {};
+  }
+
+  tern::rpc::Status Scan(tern::rpc::ServerContext&, const kv::ListRequest& request,
+                         tern::rpc::ServerWriter<kv::Entry>& writer) override {
+    std::vector<kv::Entry> entries;  // copied under the lock: a write may park on the window
+    {
+      std::lock_guard lock(mutex_);
+      for (auto it = values_.lower_bound(request.prefix());
+           it != values_.end() && it->first.starts_with(request.prefix()); ++it) {
+        entries.emplace_back().set_key(it->first);
+        entries.back().set_value(it->second);
+      }
+    }
+    for (const kv::Entry& entry : entries) {
+      // Parks while the client's window is full; fails once the client cancelled or went away.
+      if (tern::rpc::Status sent = writer.write(entry); !sent.ok()) return sent;
+    }
+    return {};  // ends the stream: the client's read returns false after the last entry
   }
 
  private:

@@ -591,6 +591,34 @@ Status Channel::notify(ClientContext& context, std::string_view service, std::st
   return Status();
 }
 
+StreamCall Channel::open_stream(ClientContext& context, std::string_view service,
+                                std::string_view method) {
+  check_worker(impl_.get(), "open_stream");
+  Impl& impl = *impl_;
+  ++impl.stats.streams;
+  Status status;
+  const Deadline deadline = call_deadline(impl, context);
+  detail::PendingCall gate;  // context.cancel() ends a wait for a connection through it
+  context.active_ = &gate;
+  detail::ClientConnection* connection =
+      wait_for_connection(impl, context, {}, deadline, gate, status);
+  context.active_ = nullptr;
+  if (connection != nullptr && (gate.cancelled || context.cancelled_)) {
+    connection = nullptr;
+    status = Status(StatusCode::cancelled, "the stream was cancelled before it opened");
+  }
+  if (connection == nullptr) return StreamCall(std::move(status));
+  context.peer_ = connection->endpoint().name;
+  wire::Metadata& metadata = request_metadata();
+  fill_request_metadata(metadata, context, service, method, deadline);
+  std::shared_ptr<detail::Stream> stream = connection->open_stream(metadata, deadline);
+  if (!stream) {
+    return StreamCall(
+        Status(StatusCode::unavailable, "the connection closed before the stream opened"));
+  }
+  return StreamCall(std::move(stream), true);
+}
+
 Status Channel::wait_connected(Deadline deadline) {
   check_worker(impl_.get(), "wait_connected");
   for (;;) {

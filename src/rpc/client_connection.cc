@@ -219,7 +219,7 @@ void ClientConnection::forget(PendingCall& call) {
     append_frame(writer_->buffer(), FrameType::cancel, call.id, nullptr, {}, false);
     writer_->wake();
   }
-  if (state_ == State::draining && pending_.empty()) shut_down();
+  if (state_ == State::draining && idle()) shut_down();
 }
 
 bool ClientConnection::check(Deadline deadline, const std::string& service,
@@ -266,6 +266,90 @@ void ClientConnection::fail_all(const Status& status) {
     call->transport_failure = true;
     finish(*call, status);
   }
+  std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> open;
+  open.swap(streams_);
+  for (auto& [id, stream] : open) stream->fail(status);
+}
+
+std::shared_ptr<Stream> ClientConnection::open_stream(const wire::Metadata& metadata,
+                                                      Deadline deadline) {
+  if (state_ != State::ready || !writer_ || writer_->failed()) return nullptr;
+  const std::uint64_t id = next_id_++;
+  auto stream = std::make_shared<Stream>(*this, id, true, deadline, channel_.options.stream_window);
+  streams_.emplace(id, stream);
+  append_frame(writer_->buffer(), FrameType::stream_open, id, &metadata, {}, false);
+  stream->start();
+  writer_->wake();
+  return stream;
+}
+
+net::Buffer* ClientConnection::stream_out() noexcept {
+  if ((state_ != State::ready && state_ != State::draining) || !writer_ || writer_->failed()) {
+    return nullptr;
+  }
+  return &writer_->buffer();
+}
+
+void ClientConnection::stream_flush() noexcept {
+  if (writer_) writer_->wake();
+}
+
+void ClientConnection::stream_closed(std::uint64_t id) noexcept {
+  streams_.erase(id);
+  if (state_ == State::draining && idle()) shut_down();
+}
+
+bool ClientConnection::handle_stream(const RawFrame& frame) {
+  const std::uint64_t id = frame.header.call_id;
+  auto found = streams_.find(id);
+  if (found == streams_.end()) {
+    if (id == 0 || id >= next_id_) {
+      protocol_error(make_error_code(ProtocolErrc::unknown_call_id),
+                     fmt::format("frame type {} for stream {}; the last id sent was {}",
+                                 static_cast<int>(frame.header.type), id, next_id_ - 1));
+      return false;
+    }
+    return true;  // the stream is over on this side (cancelled, deadline): a late frame
+  }
+  const std::shared_ptr<Stream> stream = found->second;
+  switch (frame.header.type) {
+    case FrameType::stream_message:
+      if ((frame.header.flags & kFlagCompressed) != 0) {
+        protocol_error(make_error_code(ProtocolErrc::bad_compression),
+                       fmt::format("stream {}: stream messages are never compressed", id));
+        return false;
+      }
+      stream->on_message(frame.body, (frame.header.flags & kFlagEndStream) != 0);
+      return true;
+    case FrameType::stream_credit:
+      if (frame.body.size() != 4) {
+        protocol_error(
+            make_error_code(ProtocolErrc::unexpected_frame),
+            fmt::format("stream {}: a credit frame of {} bytes, not 4", id, frame.body.size()));
+        return false;
+      }
+      stream->on_credit(static_cast<std::uint32_t>(net::load_big_endian(frame.body.data(), 4)));
+      return true;
+    case FrameType::stream_status:
+    case FrameType::stream_reset: {
+      if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
+        protocol_error(parsed.error(), fmt::format("stream {}: status metadata", id));
+        return false;
+      }
+      const std::uint32_t raw_code = metadata_.status();
+      StatusCode code = raw_code > 0xff ? StatusCode::unknown : static_cast<StatusCode>(raw_code);
+      if (frame.header.type == FrameType::stream_reset) {
+        stream->on_reset(
+            Status(code == StatusCode::ok ? StatusCode::cancelled : code,
+                   fmt::format("the server reset the stream: {}", metadata_.status_message())));
+      } else {
+        stream->on_status(Status(code, metadata_.status_message()));
+      }
+      return true;
+    }
+    default:
+      return true;
+  }
 }
 
 bool ClientConnection::handle(const RawFrame& frame) {
@@ -288,15 +372,31 @@ bool ClientConnection::handle(const RawFrame& frame) {
       TERN_LOG_INFO("rpc: {} sent goaway ({}); new calls go to a new connection", endpoint_.name,
                     metadata_.status_message());
       last_error_ = fmt::format("{} is going away: {}", endpoint_.name, metadata_.status_message());
+      if (metadata_.status() != static_cast<std::uint32_t>(StatusCode::unavailable)) {
+        // The server refused a frame (a protocol error; a version-1 server refuses stream
+        // frames): the streams end with its reason instead of a bare "connection lost".
+        std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> open;
+        open.swap(streams_);
+        const Status why(StatusCode::unavailable,
+                         fmt::format("{} closed the connection: {}", endpoint_.name,
+                                     metadata_.status_message()));
+        for (auto& [id, stream] : open) stream->fail(why);
+      }
       set_state(State::draining);
-      if (pending_.empty()) shut_down();
+      if (idle()) shut_down();
       return true;
     }
     case FrameType::push:
       return handle_push(frame);
+    case FrameType::stream_message:
+    case FrameType::stream_status:
+    case FrameType::stream_credit:
+    case FrameType::stream_reset:
+      return handle_stream(frame);
     case FrameType::request:
     case FrameType::one_way:
     case FrameType::cancel:
+    case FrameType::stream_open:
       protocol_error(
           make_error_code(ProtocolErrc::unexpected_frame),
           fmt::format("frame type {} from a server", static_cast<int>(frame.header.type)));
@@ -335,6 +435,7 @@ bool ClientConnection::handle_push(const RawFrame& frame) {
     protocol_error(body.error(), "push body");
     return false;
   }
+  ++channel_.stats.pushes;
   channel_.options.on_push(metadata_.service(), metadata_.method(), *body);
   release_scratch();
   return true;
@@ -403,7 +504,7 @@ bool ClientConnection::handle_response(const RawFrame& frame) {
   } else {
     finish(call, Status());
   }
-  if (state_ == State::draining && pending_.empty()) shut_down();
+  if (state_ == State::draining && idle()) shut_down();
   return true;
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "breaker.h"
@@ -14,6 +15,7 @@
 #include "metadata.pb.h"
 #include "pending_calls.h"
 #include "retry_budget.h"
+#include "stream_core.h"
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/wait_group.h"
@@ -111,7 +113,7 @@ namespace tern::rpc::detail {
 // One connection of a channel to an endpoint: a managing fiber connects (with backoff), reads
 // replies and fails the calls in flight when the connection breaks, then connects again.
 // Fibers of the channel's worker.
-class ClientConnection {
+class ClientConnection final : public StreamPort {
  public:
   enum class State { connecting, ready, draining, failed, closed };
 
@@ -138,6 +140,13 @@ class ClientConnection {
   // A health check on this connection: a ping answered by a pong, or (with `service` set) a
   // call of service/method with an empty request answered ok, before `deadline`.
   bool check(Deadline deadline, const std::string& service, const std::string& method);
+  // Opens a stream (metadata names the method); nullptr if the connection is not ready.
+  std::shared_ptr<Stream> open_stream(const wire::Metadata& metadata, Deadline deadline);
+
+  // StreamPort.
+  net::Buffer* stream_out() noexcept override;
+  void stream_flush() noexcept override;
+  void stream_closed(std::uint64_t id) noexcept override;
 
  private:
   void manage();
@@ -149,6 +158,9 @@ class ClientConnection {
   bool handle(const RawFrame& frame);
   bool handle_response(const RawFrame& frame);
   bool handle_push(const RawFrame& frame);
+  bool handle_stream(const RawFrame& frame);
+  // Whether no call or stream waits on this connection.
+  bool idle() const noexcept { return pending_.empty() && streams_.empty(); }
   void drop_oversized_push(const std::string& what);
   // Frees the decompression buffer once a large body is done with, so it does not stay held.
   void release_scratch() noexcept;
@@ -173,6 +185,7 @@ class ClientConnection {
 
   std::string scratch_;
   PendingCalls pending_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> streams_;  // open streams by id
   std::uint64_t next_id_ = 1;
   std::uint64_t pings_sent_ = 0;       // on the current connection
   std::uint64_t last_pong_ = 0;        // the highest ping id answered on it

@@ -124,6 +124,26 @@ void append_message_frame(net::Buffer& out, FrameType type, std::uint64_t call_i
   });
 }
 
+void append_stream_frame(net::Buffer& out, FrameType type, std::uint64_t stream_id,
+                         std::uint16_t flags, const wire::Metadata* metadata,
+                         std::span<const std::byte> body) {
+  build_frame(out, type, stream_id, metadata, flags, [&] {
+    if (!body.empty()) out.append(body);
+  });
+}
+
+std::size_t append_stream_message(net::Buffer& out, std::uint64_t stream_id,
+                                  const google::protobuf::MessageLite& message) {
+  std::size_t size = 0;
+  build_frame(out, FrameType::stream_message, stream_id, nullptr, 0, [&] {
+    size = message.ByteSizeLong();
+    std::span<std::byte> room = out.writable(size);
+    message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(room.data()));
+    out.commit(size);
+  });
+  return size;
+}
+
 tern::Result<void> parse_metadata(std::span<const std::byte> bytes, wire::Metadata& metadata) {
   metadata.Clear();
   if (bytes.empty()) return {};

@@ -33,6 +33,16 @@ void append_message_frame(net::Buffer& out, FrameType type, std::uint64_t call_i
                           const wire::Metadata* metadata,
                           const google::protobuf::MessageLite& message, bool compress);
 
+// Appends a frame of a stream with these flags (never compressed).
+void append_stream_frame(net::Buffer& out, FrameType type, std::uint64_t stream_id,
+                         std::uint16_t flags, const wire::Metadata* metadata,
+                         std::span<const std::byte> body);
+
+// Appends a stream_message frame holding `message`, encoded straight into the buffer; returns
+// the body's size (what the message costs of the stream's window).
+std::size_t append_stream_message(net::Buffer& out, std::uint64_t stream_id,
+                                  const google::protobuf::MessageLite& message);
+
 // Parses a frame's metadata block (an empty block leaves `metadata` cleared).
 tern::Result<void> parse_metadata(std::span<const std::byte> bytes, wire::Metadata& metadata);
 

@@ -51,7 +51,7 @@ const std::error_category& protocol_category() noexcept {
 
 void encode_header(const FrameHeader& header, std::byte* out) noexcept {
   net::store_big_endian(out, 4, kMagic);
-  out[4] = std::byte{kVersion};
+  out[4] = std::byte{is_stream_frame(header.type) ? kStreamVersion : kVersion};
   out[5] = static_cast<std::byte>(header.type);
   net::store_big_endian(out + 6, 2, header.flags);
   net::store_big_endian(out + 8, 8, header.call_id);
@@ -68,14 +68,17 @@ tern::Result<FrameHeader> decode_header(std::span<const std::byte, kHeaderSize> 
     return fail(make_error_code(ProtocolErrc::bad_magic));
   }
   const auto version = static_cast<std::uint8_t>(in[4]);
-  if (version != kVersion) {
-    describe(detail, fmt::format("version {}, this side speaks {}", version, kVersion));
+  if (version != kVersion && version != kStreamVersion) {
+    describe(detail, fmt::format("version {}, this side speaks {} and {}", version, kVersion,
+                                 kStreamVersion));
     return fail(make_error_code(ProtocolErrc::unsupported_version));
   }
+  // Version 1 knows types 1..8; the stream frames exist from version 2 on.
   const auto type = static_cast<std::uint8_t>(in[5]);
-  if (type < static_cast<std::uint8_t>(FrameType::request) ||
-      type > static_cast<std::uint8_t>(FrameType::cancel)) {
-    describe(detail, fmt::format("frame type {}", type));
+  const auto last =
+      static_cast<std::uint8_t>(version == kVersion ? FrameType::cancel : FrameType::stream_reset);
+  if (type < static_cast<std::uint8_t>(FrameType::request) || type > last) {
+    describe(detail, fmt::format("frame type {} in a version {} frame", type, version));
     return fail(make_error_code(ProtocolErrc::unknown_frame_type));
   }
   FrameHeader header;
@@ -84,7 +87,8 @@ tern::Result<FrameHeader> decode_header(std::span<const std::byte, kHeaderSize> 
   header.call_id = net::load_big_endian(in + 8, 8);
   header.metadata_size = static_cast<std::uint32_t>(net::load_big_endian(in + 16, 4));
   header.body_size = static_cast<std::uint32_t>(net::load_big_endian(in + 20, 4));
-  if ((header.flags & ~kKnownFlags) != 0) {
+  if ((header.flags & ~kKnownFlags) != 0 ||
+      ((header.flags & kFlagEndStream) != 0 && header.type != FrameType::stream_message)) {
     describe(detail, fmt::format("flags {:#06x}", header.flags));
     return fail(make_error_code(ProtocolErrc::unknown_flags));
   }

@@ -15,7 +15,11 @@
 namespace tern::rpc::detail {
 
 inline constexpr std::uint32_t kMagic = 0x54525043;  // "TRPC"
+// Frames of types 1..8 carry version 1 (what every peer reads); the stream frames carry version
+// 2, which a version-1 peer refuses as unsupported_version (a goaway that says so) instead of
+// waiting for something it cannot parse.
 inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::uint8_t kStreamVersion = 2;
 inline constexpr std::size_t kHeaderSize = 24;
 
 enum class FrameType : std::uint8_t {
@@ -27,11 +31,21 @@ enum class FrameType : std::uint8_t {
   pong = 6,
   goaway = 7,
   cancel = 8,
+  stream_open = 9,      // client → server: opens a stream to a method
+  stream_message = 10,  // either way: one message of a stream, or its end (end_stream)
+  stream_status = 11,   // server → client: the stream's final status; ends it
+  stream_credit = 12,   // either way: the receiver grants the sender more bytes of its window
+  stream_reset = 13,    // either way: the sender abandons the stream, with a status
 };
+
+// Whether frames of `type` belong to a stream (and carry kStreamVersion).
+inline constexpr bool is_stream_frame(FrameType type) noexcept {
+  return static_cast<std::uint8_t>(type) >= static_cast<std::uint8_t>(FrameType::stream_open);
+}
 
 // Header flags.
 inline constexpr std::uint16_t kFlagCompressed = 1u << 0;  // body is one zstd frame
-inline constexpr std::uint16_t kFlagEndStream = 1u << 1;   // reserved for streaming calls
+inline constexpr std::uint16_t kFlagEndStream = 1u << 1;   // stream_message: the sender's last
 inline constexpr std::uint16_t kKnownFlags = kFlagCompressed | kFlagEndStream;
 
 struct FrameHeader {

@@ -227,6 +227,8 @@ ServerStats Server::stats() const noexcept {
     stats.tls_handshake_timeouts = tls.handshake_timeouts;
     stats.tls_handshake_closed = tls.handshake_closed;
   }
+  stats.streams = s.streams.load(std::memory_order_relaxed);
+  stats.pushes = s.pushes.load(std::memory_order_relaxed);
   return stats;
 }
 

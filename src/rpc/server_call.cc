@@ -7,6 +7,7 @@
 #include "codec.h"
 #include "server_connection.h"
 #include "server_state.h"
+#include "stream_core.h"
 
 namespace tern::rpc {
 
@@ -20,8 +21,12 @@ Status Next::operator()(ServerContext& /*context*/) const { return call_->run_fr
 namespace detail {
 
 ServerCall::ServerCall(ServerConnection& connection, const Server& server, Start start,
-                       std::string body, MetadataEntries metadata)
-    : connection_(connection), server_(server), start_(start), body_(std::move(body)) {
+                       std::string body, MetadataEntries metadata, std::shared_ptr<Stream> stream)
+    : connection_(connection),
+      server_(server),
+      start_(start),
+      body_(std::move(body)),
+      stream_(stream ? StreamCall(std::move(stream), false) : StreamCall(Status())) {
   context_.service_ = start.service->service_name();
   context_.method_ = start.method->name;
   context_.deadline_ = start.deadline;
@@ -30,6 +35,7 @@ ServerCall::ServerCall(ServerConnection& connection, const Server& server, Start
   context_.peer_ = &connection.peer();
   context_.peer_identity_ = connection.peer_identity();
   context_.connection_closed_ = connection.closed_flag();
+  context_.connection_ = &connection;
   context_.metadata_ = std::move(metadata);
 }
 
@@ -43,6 +49,7 @@ void ServerCall::reply(const google::protobuf::MessageLite& message) {
 Status ServerCall::run_from(std::size_t index) {
   const std::vector<Interceptor>& chain = server_.state_->interceptors;
   if (index < chain.size()) return chain[index](context_, Next(this, index + 1));
+  if (start_.stream) return start_.method->invoke_stream(*start_.service, context_, stream_);
   return start_.method->invoke(*start_.service, context_, *this);
 }
 
@@ -57,6 +64,13 @@ void ServerCall::run() {
   }
   Server::State& state = *server_.state_;
   if (!status.ok()) state.failed_calls.fetch_add(1, std::memory_order_relaxed);
+  if (start_.stream) {
+    if (status.ok() && start_.deadline != kNoDeadline && Clock::now() >= start_.deadline) {
+      status = Status(StatusCode::deadline_exceeded, "the handler finished after the deadline");
+    }
+    connection_.finish_stream(start_.call_id, status, context_.reply_metadata());
+    return;
+  }
   if (!start_.one_way) {
     if (status.ok() && start_.deadline != kNoDeadline && Clock::now() >= start_.deadline) {
       status = Status(StatusCode::deadline_exceeded, "the handler finished after the deadline");

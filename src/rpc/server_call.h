@@ -2,16 +2,19 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "tern/base/intrusive_list.h"
 #include "tern/rpc/server.h"
 #include "tern/rpc/server_context.h"
 #include "tern/rpc/service.h"
+#include "tern/rpc/stream.h"
 
 namespace tern::rpc::detail {
 
 class ServerConnection;
+class Stream;
 
 // One call being served: lives on its own fiber's stack while the handler runs; runs the
 // interceptors and the method, then hands the outcome to its connection. Handler fiber only.
@@ -22,15 +25,16 @@ class ServerCall final : public UnaryCall {
     const Method* method = nullptr;
     std::uint64_t call_id = 0;
     bool one_way = false;
+    bool stream = false;  // a streaming call: its messages and status go through a Stream
     bool compressed = false;
     Deadline deadline = kNoDeadline;
     std::size_t held_bytes = 0;  // what the call holds of its connection's memory budget
   };
 
   ServerCall(ServerConnection& connection, const Server& server, Start start, std::string body,
-             MetadataEntries metadata);
+             MetadataEntries metadata, std::shared_ptr<Stream> stream = nullptr);
 
-  // Runs the call and sends its reply (unless one-way).
+  // Runs the call and sends its reply (unless one-way), or a stream's final status.
   void run();
 
   std::span<const std::byte> request() const noexcept override;
@@ -55,6 +59,7 @@ class ServerCall final : public UnaryCall {
   std::string body_;
   std::string reply_;
   bool replied_ = false;
+  StreamCall stream_;
   ServerContext context_;
 };
 

@@ -4,6 +4,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <google/protobuf/message_lite.h>
+
 #include <fmt/format.h>
 
 #include "codec.h"
@@ -87,6 +89,7 @@ void ServerConnection::serve() {
     TERN_PEER_LOG_WARN("rpc: refusing the connection from {}: cannot start its fibers: {}", peer_,
                        reader.error().message());
   }
+  fail_streams(Status(StatusCode::unavailable, "the connection closed"));
   if (!closed_) {
     closed_ = true;
     if (!calls_.empty()) {
@@ -213,20 +216,15 @@ bool ServerConnection::handle(const RawFrame& frame) {
       writer_.wake();
       check_pending();
       return !closed_;
-    case FrameType::cancel: {
-      bool found = false;
-      calls_.for_each([&](ServerCall& call) {
-        if (call.call_id() == frame.header.call_id) {
-          call.cancel();
-          found = true;
-        }
-      });
-      // A call spawned but not started yet learns of its cancel when it starts.
-      if (!found && early_cancels_.size() < starting_) {
-        early_cancels_.push_back(frame.header.call_id);
-      }
+    case FrameType::cancel:
+      cancel_call(frame.header.call_id);
       return true;
-    }
+    case FrameType::stream_open:
+      return start_call(frame, false, true);
+    case FrameType::stream_message:
+    case FrameType::stream_credit:
+    case FrameType::stream_reset:
+      return route_stream(frame);
     case FrameType::goaway:
       // The client will send no more calls; answer the ones in flight and close.
       draining_ = true;
@@ -235,6 +233,7 @@ bool ServerConnection::handle(const RawFrame& frame) {
     case FrameType::response:
     case FrameType::push:
     case FrameType::pong:
+    case FrameType::stream_status:
       protocol_error(
           make_error_code(ProtocolErrc::unexpected_frame),
           fmt::format("frame type {} from a client", static_cast<int>(frame.header.type)));
@@ -243,10 +242,111 @@ bool ServerConnection::handle(const RawFrame& frame) {
   return false;
 }
 
-bool ServerConnection::start_call(const RawFrame& frame, bool one_way) {
+void ServerConnection::cancel_call(std::uint64_t id) {
+  bool found = false;
+  calls_.for_each([&](ServerCall& call) {
+    if (call.call_id() == id) {
+      call.cancel();
+      found = true;
+    }
+  });
+  // A call spawned but not started yet learns of its cancel when it starts.
+  if (!found && early_cancels_.size() < starting_) early_cancels_.push_back(id);
+}
+
+bool ServerConnection::route_stream(const RawFrame& frame) {
+  const std::uint64_t id = frame.header.call_id;
+  auto found = streams_.find(id);
+  if (found == streams_.end()) {
+    if (id == 0 || id > last_call_id_) {
+      protocol_error(make_error_code(ProtocolErrc::unknown_call_id),
+                     fmt::format("frame type {} for stream {}, which was never opened",
+                                 static_cast<int>(frame.header.type), id));
+      return false;
+    }
+    return true;  // the stream is over here (finished, reset or refused): a late frame
+  }
+  const std::shared_ptr<Stream> stream = found->second;
+  switch (frame.header.type) {
+    case FrameType::stream_message:
+      if ((frame.header.flags & kFlagCompressed) != 0) {
+        protocol_error(make_error_code(ProtocolErrc::bad_compression),
+                       fmt::format("stream {}: stream messages are never compressed", id));
+        return false;
+      }
+      stream->on_message(frame.body, (frame.header.flags & kFlagEndStream) != 0);
+      return true;
+    case FrameType::stream_credit:
+      if (frame.body.size() != 4) {
+        protocol_error(
+            make_error_code(ProtocolErrc::unexpected_frame),
+            fmt::format("stream {}: a credit frame of {} bytes, not 4", id, frame.body.size()));
+        return false;
+      }
+      stream->on_credit(static_cast<std::uint32_t>(net::load_big_endian(frame.body.data(), 4)));
+      return true;
+    case FrameType::stream_reset: {
+      if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
+        protocol_error(parsed.error(), fmt::format("stream {}: reset metadata", id));
+        return false;
+      }
+      stream->on_reset(Status(StatusCode::cancelled, fmt::format("the client reset the stream: {}",
+                                                                 metadata_.status_message())));
+      cancel_call(id);
+      return true;
+    }
+    default:
+      return true;
+  }
+}
+
+void ServerConnection::fail_streams(const Status& why) {
+  if (streams_.empty()) return;
+  std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> open;
+  open.swap(streams_);
+  for (auto& [id, stream] : open) stream->fail(why);
+}
+
+net::Buffer* ServerConnection::stream_out() noexcept {
+  return closed_ || writer_.failed() ? nullptr : &writer_.buffer();
+}
+
+void ServerConnection::stream_flush() noexcept {
+  writer_.wake();
+  check_pending();
+}
+
+void ServerConnection::stream_closed(std::uint64_t id) noexcept { streams_.erase(id); }
+
+void ServerConnection::finish_stream(std::uint64_t id, const Status& status,
+                                     const MetadataEntries& trailers) {
+  auto found = streams_.find(id);
+  if (found == streams_.end()) return;
+  const std::shared_ptr<Stream> stream = found->second;
+  stream->send_status(status, trailers);
+  streams_.erase(id);
+}
+
+Status ServerConnection::push(std::string_view service, std::string_view method,
+                              const google::protobuf::MessageLite& message) {
+  if (closed_ || writer_.failed()) {
+    return Status(StatusCode::unavailable,
+                  fmt::format("cannot push to {}: the connection is closed", peer_));
+  }
+  wire::Metadata metadata;
+  metadata.set_service(service.data(), service.size());
+  metadata.set_method(method.data(), method.size());
+  append_message_frame(writer_.buffer(), FrameType::push, 0, &metadata, message, false);
+  state_.pushes.fetch_add(1, std::memory_order_relaxed);
+  writer_.wake();
+  check_pending();
+  return Status();
+}
+
+bool ServerConnection::start_call(const RawFrame& frame, bool one_way, bool stream) {
   ServerCall::Start start;
   std::span<const std::byte> body;
-  switch (admit_call(frame, one_way, start, body)) {
+  switch (admit_call(frame, one_way, stream, start, body)) {
     case Admission::admitted:
       spawn_call(start, body);
       return true;
@@ -259,11 +359,20 @@ bool ServerConnection::start_call(const RawFrame& frame, bool one_way) {
 }
 
 ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, bool one_way,
-                                                         ServerCall::Start& start,
+                                                         bool stream, ServerCall::Start& start,
                                                          std::span<const std::byte>& body) {
   const std::uint64_t id = frame.header.call_id;
   auto answer = [&](const Status& status) {
-    if (!one_way) reply_status(id, status);
+    if (stream) {
+      wire::Metadata refusal;
+      refusal.set_status(static_cast<std::uint32_t>(status.code()));
+      refusal.set_status_message(status.message());
+      append_stream_frame(writer_.buffer(), FrameType::stream_status, id, 0, &refusal, {});
+      writer_.wake();
+      check_pending();
+    } else if (!one_way) {
+      reply_status(id, status);
+    }
     return Admission::answered;
   };
   const std::size_t max_entries = state_.options.max_metadata_entries;
@@ -301,6 +410,15 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
         StatusCode::unimplemented,
         fmt::format("no method {}/{} on this server", metadata_.service(), metadata_.method())));
   }
+  if (stream != (method->invoke_stream != nullptr)) {
+    state_.unimplemented_calls.fetch_add(1, std::memory_order_relaxed);
+    return answer(
+        Status(StatusCode::unimplemented,
+               stream ? fmt::format("{}/{} is a unary method: call it with a request, not a stream",
+                                    metadata_.service(), metadata_.method())
+                      : fmt::format("{}/{} is a streaming method: open a stream to call it",
+                                    metadata_.service(), metadata_.method())));
+  }
   const std::size_t limit = state_.options.max_concurrent_calls;
   if (limit != 0 && state_.in_flight.load(std::memory_order_relaxed) >= limit) {
     state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
@@ -326,6 +444,7 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
                             .method = method,
                             .call_id = id,
                             .one_way = one_way,
+                            .stream = stream,
                             .compressed = (frame.header.flags & kFlagCompressed) != 0,
                             .deadline = kNoDeadline,
                             .held_bytes = body.size() + kCallOverhead};
@@ -350,10 +469,20 @@ void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<cons
     }
   }
   std::string request(reinterpret_cast<const char*>(body.data()), body.size());
+  // A stream takes its frames from now on, before its fiber first runs.
+  std::shared_ptr<Stream> stream;
+  if (start.stream) {
+    stream = std::make_shared<Stream>(*this, start.call_id, false, start.deadline,
+                                      state_.options.stream_window);
+    streams_.emplace(start.call_id, stream);
+    stream->start();
+    state_.streams.fetch_add(1, std::memory_order_relaxed);
+  }
   state_.in_flight.fetch_add(1, std::memory_order_relaxed);
   tern::Result<Fiber> call_fiber = try_spawn(
-      [this, start, request = std::move(request), entries = std::move(entries)]() mutable {
-        ServerCall call(*this, server_, start, std::move(request), std::move(entries));
+      [this, start, request = std::move(request), entries = std::move(entries), stream]() mutable {
+        ServerCall call(*this, server_, start, std::move(request), std::move(entries),
+                        std::move(stream));
         calls_.push_back(call);
         --starting_;
         if (std::erase(early_cancels_, start.call_id) > 0) call.cancel();
@@ -369,7 +498,13 @@ void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<cons
     state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
     TERN_PEER_LOG_WARN("rpc: cannot start a fiber for call {} from {}: {}", start.call_id, peer_,
                        call_fiber.error().message());
-    if (!start.one_way) {
+    if (stream) {
+      stream->send_status(
+          Status(StatusCode::resource_exhausted,
+                 "cannot start a fiber for the stream: " + call_fiber.error().message()),
+          {});
+      streams_.erase(start.call_id);
+    } else if (!start.one_way) {
       reply_status(start.call_id,
                    Status(StatusCode::resource_exhausted,
                           "cannot start a fiber for the call: " + call_fiber.error().message()));
@@ -387,6 +522,7 @@ void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<cons
 
 void ServerConnection::call_ended(ServerCall& call) {
   calls_.remove(call);
+  streams_.erase(call.call_id());
   --live_calls_;
   calls_bytes_ -= call.held_bytes();
   state_.in_flight.fetch_sub(1, std::memory_order_relaxed);
@@ -451,6 +587,8 @@ void ServerConnection::abort_connection() {
   const linger reset{.l_onoff = 1, .l_linger = 0};
   (void)tern::detail::sys.setsockopt(stream_.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
   ::shutdown(stream_.fd(), SHUT_RDWR);
+  fail_streams(Status(StatusCode::unavailable,
+                      "the server closed the connection (the client does not read)"));
   if (!calls_.empty()) {
     state_.cancelled_by_close.fetch_add(calls_.size(), std::memory_order_relaxed);
     calls_.for_each([](ServerCall& call) { call.cancel(); });

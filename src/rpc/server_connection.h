@@ -2,9 +2,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <unordered_map>
 #include <vector>
 
 #include "frame.h"
@@ -13,6 +15,7 @@
 #include "metadata.pb.h"
 #include "server_call.h"
 #include "server_state.h"
+#include "stream_core.h"
 #include "tern/base/intrusive_list.h"
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
@@ -23,7 +26,7 @@ namespace tern::rpc::detail {
 
 // The server side of one connection: its reading loop parses frames and starts a fiber per call;
 // calls hand their replies back here. Fibers of the connection's worker.
-class ServerConnection {
+class ServerConnection final : public StreamPort {
  public:
   ServerConnection(const Server& server, Server::State& state, Transport& stream);
 
@@ -37,6 +40,16 @@ class ServerConnection {
                   const MetadataEntries& reply_metadata, bool compress);
   // A call fiber ended.
   void call_ended(ServerCall& call);
+  // Sends the final status of stream `id` (unless it was reset or the connection closed).
+  void finish_stream(std::uint64_t id, const Status& status, const MetadataEntries& trailers);
+  // Queues a push frame to the client; unavailable once the connection is closed.
+  Status push(std::string_view service, std::string_view method,
+              const google::protobuf::MessageLite& message);
+
+  // StreamPort.
+  net::Buffer* stream_out() noexcept override;
+  void stream_flush() noexcept override;
+  void stream_closed(std::uint64_t id) noexcept override;
 
   const std::string& peer() const noexcept { return peer_; }
   // The client's certificate on a TLS connection, else nullptr.
@@ -69,6 +82,13 @@ class ServerConnection {
   void read_ended(std::error_code error);
   // Handles one frame; false when the connection must close.
   bool handle(const RawFrame& frame);
+  // Hands a frame of an open stream to it (frames of streams already over are dropped); false
+  // when the connection must close.
+  bool route_stream(const RawFrame& frame);
+  // Cancels the running call `id` (a cancel frame, or a stream's reset).
+  void cancel_call(std::uint64_t id);
+  // Fails every open stream with `why` (the connection ends).
+  void fail_streams(const Status& why);
   // What admit_call decided about a request frame.
   enum class Admission {
     admitted,          // start and body describe a call to spawn
@@ -77,11 +97,11 @@ class ServerConnection {
   };
   // Admits (request or one-way) or refuses a call, then spawns it; false when the connection
   // must close.
-  bool start_call(const RawFrame& frame, bool one_way);
+  bool start_call(const RawFrame& frame, bool one_way, bool stream = false);
   // Admission of a call frame: parses its metadata into metadata_, refuses it while draining,
   // for an unknown method or past max_concurrent_calls, decodes its body (into `body`, valid
   // until the frame is consumed) and fills `start` with the method and deadline.
-  Admission admit_call(const RawFrame& frame, bool one_way, ServerCall::Start& start,
+  Admission admit_call(const RawFrame& frame, bool one_way, bool stream, ServerCall::Start& start,
                        std::span<const std::byte>& body);
   // Starts the fiber of an admitted call (its metadata entries are still in metadata_); without
   // memory for its stack the call is refused with resource_exhausted instead.
@@ -102,6 +122,7 @@ class ServerConnection {
   std::string peer_;
   std::optional<tls::PeerIdentity> peer_identity_;
   IntrusiveList<ServerCall, &ServerCall::hook> calls_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> streams_;  // open streams by id
   WaitGroup call_fibers_;
   std::uint64_t last_call_id_ = 0;
   std::size_t live_calls_ = 0;                // calls spawned and not ended

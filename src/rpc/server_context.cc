@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "metadata_lookup.h"
+#include "server_connection.h"
 
 namespace tern::rpc {
 
@@ -19,6 +20,14 @@ void ServerContext::cancel() noexcept {
 
 void ServerContext::remove_downstream(ClientContext& context) noexcept {
   std::erase(downstream_, &context);
+}
+
+Status ServerContext::push(std::string_view service, std::string_view method,
+                           const google::protobuf::MessageLite& message) {
+  if (connection_ == nullptr) {
+    return Status(StatusCode::failed_precondition, "the call has no connection to push to");
+  }
+  return connection_->push(service, method, message);
 }
 
 }  // namespace tern::rpc

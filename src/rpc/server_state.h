@@ -70,6 +70,8 @@ struct Server::State {
   std::atomic<std::uint64_t> metadata_limit_rejected{0};
   std::atomic<std::uint64_t> backpressure_pauses{0};
   std::atomic<std::uint64_t> cancelled_by_close{0};
+  std::atomic<std::uint64_t> streams{0};
+  std::atomic<std::uint64_t> pushes{0};
   // Bytes the connections hold, as each last reported it (it reports a change of more than
   // retained_buffer_size, so the sum is off by at most that much per connection).
   std::atomic<std::uint64_t> connection_bytes{0};

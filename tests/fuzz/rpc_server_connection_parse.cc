@@ -68,7 +68,8 @@ class FuzzService final : public rpc::Service {
   std::span<const rpc::Method> methods() const noexcept override { return kMethods; }
 
  private:
-  static constexpr rpc::Method kMethods[] = {{kEchoMethod, echo}, {kHoldMethod, hold}};
+  static constexpr rpc::Method kMethods[] = {{kEchoMethod, echo, nullptr},
+                                             {kHoldMethod, hold, nullptr}};
 };
 
 // Small limits, so inputs of a few KiB reach them.

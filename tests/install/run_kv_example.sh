@@ -29,6 +29,7 @@ get greeting = hello again
 get missing: not_found: no value for 'missing'
 put 3 colours concurrently
 list colour/: colour/blue=blue colour/green=green colour/red=red
+scan colour/: colour/blue=blue colour/green=green colour/red=red
 delete greeting: existed
 get greeting: not_found: no value for 'greeting'
 kv_client: every answer as expected"

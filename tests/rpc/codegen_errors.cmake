@@ -22,12 +22,6 @@ function(expect_failure proto expected)
   set(failures "${failures}" PARENT_SCOPE)
 endfunction()
 
-expect_failure(server_streaming.proto
-  "protoc-gen-tern: server_streaming.proto:7:3: a.b.Foo.Watch is server-streaming; only unary methods are supported so far")
-expect_failure(client_streaming.proto
-  "protoc-gen-tern: client_streaming.proto:6:3: a.b.Foo.Upload is client-streaming; only unary methods are supported so far")
-expect_failure(bidi_streaming.proto
-  "protoc-gen-tern: bidi_streaming.proto:5:3: Foo.Chat is bidirectional-streaming; only unary methods are supported so far")
 expect_failure(method_clash.proto
   "protoc-gen-tern: method_clash.proto:8:3: a.b.Foo.SayAsync clashes with a.b.Foo.Say: both generate FooClient::SayAsync; rename one of them")
 expect_failure(member_clash.proto

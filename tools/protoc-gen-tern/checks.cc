@@ -92,21 +92,6 @@ class MemberNames {
   std::map<std::string, std::string> owners_;  // name -> full name of the method, or "" (fixed)
 };
 
-std::string check_streaming(const pb::FileDescriptor& file, const pb::MethodDescriptor& method) {
-  const char* kind = nullptr;
-  if (method.client_streaming() && method.server_streaming()) {
-    kind = "bidirectional-streaming";
-  } else if (method.client_streaming()) {
-    kind = "client-streaming";
-  } else if (method.server_streaming()) {
-    kind = "server-streaming";
-  } else {
-    return {};
-  }
-  return failure(where(file, method),
-                 method.full_name() + " is " + kind + "; only unary methods are supported so far");
-}
-
 // A generated class must not take the name of a message, enum, enum value or extension that
 // protoc's C++ code declares in the same namespace.
 std::string check_package_symbol(const pb::FileDescriptor& file,
@@ -148,7 +133,6 @@ std::string check_service(const pb::FileDescriptor& file, const pb::ServiceDescr
 
   for (int i = 0; i < service.method_count(); ++i) {
     const pb::MethodDescriptor& method = *service.method(i);
-    if (std::string error = check_streaming(file, method); !error.empty()) return error;
     if (is_cpp_keyword(method.name())) {
       return failure(where(file, method), method.full_name() + ": '" + method.name() +
                                               "' is a C++ keyword; rename the method");

@@ -34,6 +34,16 @@ std::string cpp_namespace(const std::string& package) {
   return result;
 }
 
+// What a method streams.
+enum class Kind { unary, server_streaming, client_streaming, bidi_streaming };
+
+Kind kind_of(const pb::MethodDescriptor& method) {
+  if (method.client_streaming() && method.server_streaming()) return Kind::bidi_streaming;
+  if (method.client_streaming()) return Kind::client_streaming;
+  if (method.server_streaming()) return Kind::server_streaming;
+  return Kind::unary;
+}
+
 // The variables of one method for the templates below.
 Vars method_vars(const pb::ServiceDescriptor& service, const pb::MethodDescriptor& method) {
   return {
@@ -44,7 +54,63 @@ Vars method_vars(const pb::ServiceDescriptor& service, const pb::MethodDescripto
       {"reply", pb::compiler::cpp::QualifiedClassName(method.output_type())},
       {"proto_request", method.input_type()->full_name()},
       {"proto_reply", method.output_type()->full_name()},
+      {"stream_request", method.client_streaming() ? "stream " : ""},
+      {"stream_reply", method.server_streaming() ? "stream " : ""},
   };
+}
+
+// The handler's parameters after the context, for a method of `kind` (its .cc definition and
+// the declaration share them).
+const char* handler_parameters(Kind kind) {
+  switch (kind) {
+    case Kind::unary:
+      return "const $request$& request, $reply$& reply";
+    case Kind::server_streaming:
+      return "const $request$& request, ::tern::rpc::ServerWriter<$reply$>& writer";
+    case Kind::client_streaming:
+      return "::tern::rpc::ServerReader<$request$>& reader, $reply$& reply";
+    case Kind::bidi_streaming:
+      return "::tern::rpc::ServerReaderWriter<$request$, $reply$>& stream";
+  }
+  return "";
+}
+
+// The same parameters without names (the default definitions do not use them).
+const char* unnamed_handler_parameters(Kind kind) {
+  switch (kind) {
+    case Kind::unary:
+      return "const $request$&, $reply$&";
+    case Kind::server_streaming:
+      return "const $request$&, ::tern::rpc::ServerWriter<$reply$>&";
+    case Kind::client_streaming:
+      return "::tern::rpc::ServerReader<$request$>&, $reply$&";
+    case Kind::bidi_streaming:
+      return "::tern::rpc::ServerReaderWriter<$request$, $reply$>&";
+  }
+  return "";
+}
+
+// The entry of kMethods for a method of `kind`.
+const char* method_entry(Kind kind) {
+  switch (kind) {
+    case Kind::unary:
+      return "      {\"$method$\",\n"
+             "       &::tern::rpc::invoke_unary<$base$, $request$, $reply$, &$base$::$method$>,\n"
+             "       nullptr},\n";
+    case Kind::server_streaming:
+      return "      {\"$method$\", nullptr,\n"
+             "       &::tern::rpc::invoke_server_streaming<$base$, $request$, $reply$,\n"
+             "           &$base$::$method$>},\n";
+    case Kind::client_streaming:
+      return "      {\"$method$\", nullptr,\n"
+             "       &::tern::rpc::invoke_client_streaming<$base$, $request$, $reply$,\n"
+             "           &$base$::$method$>},\n";
+    case Kind::bidi_streaming:
+      return "      {\"$method$\", nullptr,\n"
+             "       &::tern::rpc::invoke_bidi_streaming<$base$, $request$, $reply$,\n"
+             "           &$base$::$method$>},\n";
+  }
+  return "";
 }
 
 // The leading comment of a service or method in the .proto as `//` lines after `indent`, if
@@ -96,11 +162,13 @@ void print_base_class(pb::io::Printer& out, const pb::ServiceDescriptor& service
   for (int i = 0; i < service.method_count(); ++i) {
     const pb::MethodDescriptor& method = *service.method(i);
     const Vars vars = method_vars(service, method);
-    out.Print(vars, "\n  // rpc $method$($proto_request$) returns ($proto_reply$)\n");
+    out.Print(vars,
+              "\n  // rpc $method$($stream_request$$proto_request$) returns "
+              "($stream_reply$$proto_reply$)\n");
     print_leading_comment(out, method, "  ");
     out.Print(vars,
-              "  virtual ::tern::rpc::Status $method$(::tern::rpc::ServerContext& context,\n"
-              "      const $request$& request, $reply$& reply);\n");
+              "  virtual ::tern::rpc::Status $method$(::tern::rpc::ServerContext& context,\n");
+    out.Print(vars, (std::string("      ") + handler_parameters(kind_of(method)) + ");\n").c_str());
   }
   out.Print("};\n\n");
 }
@@ -123,8 +191,32 @@ void print_client_class(pb::io::Printer& out, const pb::ServiceDescriptor& servi
   for (int i = 0; i < service.method_count(); ++i) {
     const pb::MethodDescriptor& method = *service.method(i);
     const Vars vars = method_vars(service, method);
-    out.Print(vars, "\n  // rpc $method$($proto_request$) returns ($proto_reply$)\n");
+    out.Print(vars,
+              "\n  // rpc $method$($stream_request$$proto_request$) returns "
+              "($stream_reply$$proto_reply$)\n");
     print_leading_comment(out, method, "  ");
+    switch (kind_of(method)) {
+      case Kind::unary:
+        break;
+      case Kind::server_streaming:
+        out.Print(vars,
+                  "  // Opens $method$ with `request`; read the replies, then finish().\n"
+                  "  [[nodiscard]] ::tern::rpc::ClientReader<$reply$> $method$(\n"
+                  "      ::tern::rpc::ClientContext& context, const $request$& request);\n");
+        continue;
+      case Kind::client_streaming:
+        out.Print(vars,
+                  "  // Opens $method$: write the requests, then finish(reply).\n"
+                  "  [[nodiscard]] ::tern::rpc::ClientWriter<$request$, $reply$> $method$(\n"
+                  "      ::tern::rpc::ClientContext& context);\n");
+        continue;
+      case Kind::bidi_streaming:
+        out.Print(vars,
+                  "  // Opens $method$: write requests and read replies, then finish().\n"
+                  "  [[nodiscard]] ::tern::rpc::ClientReaderWriter<$request$, $reply$> $method$(\n"
+                  "      ::tern::rpc::ClientContext& context);\n");
+        continue;
+    }
     out.Print(
         vars,
         "  // Calls $method$ and waits for the reply, or the status that says why there is none.\n"
@@ -168,28 +260,72 @@ void print_base_definitions(pb::io::Printer& out, const pb::ServiceDescriptor& s
       "  static constexpr ::tern::rpc::Method kMethods[] = {\n",
       "base", base);
   for (int i = 0; i < service.method_count(); ++i) {
-    out.Print(
-        method_vars(service, *service.method(i)),
-        "      {\"$method$\",\n"
-        "       &::tern::rpc::invoke_unary<$base$, $request$, $reply$, &$base$::$method$>},\n");
+    const pb::MethodDescriptor& method = *service.method(i);
+    out.Print(method_vars(service, method), method_entry(kind_of(method)));
   }
   out.Print(
       "  };\n"
       "  return kMethods;\n"
       "}\n");
   for (int i = 0; i < service.method_count(); ++i) {
+    const pb::MethodDescriptor& method = *service.method(i);
+    const Vars vars = method_vars(service, method);
+    out.Print(vars, "\n::tern::rpc::Status $base$::$method$(::tern::rpc::ServerContext&,\n");
     out.Print(
-        method_vars(service, *service.method(i)),
-        "\n"
-        "::tern::rpc::Status $base$::$method$(::tern::rpc::ServerContext&, const $request$&,\n"
-        "    $reply$&) {\n"
-        "  return ::tern::rpc::unimplemented_method(kServiceName, \"$method$\");\n"
-        "}\n");
+        vars,
+        (std::string("    ") + unnamed_handler_parameters(kind_of(method)) + ") {\n").c_str());
+    out.Print(vars,
+              "  return ::tern::rpc::unimplemented_method(kServiceName, \"$method$\");\n"
+              "}\n");
+  }
+}
+
+// The client's definition of a streaming method.
+void print_stream_client_definition(pb::io::Printer& out, const pb::MethodDescriptor& method,
+                                    const Vars& vars) {
+  switch (kind_of(method)) {
+    case Kind::unary:
+      return;
+    case Kind::server_streaming:
+      out.Print(vars,
+                "\n"
+                "::tern::rpc::ClientReader<$reply$> $client$::$method$(\n"
+                "    ::tern::rpc::ClientContext& context, const $request$& request) {\n"
+                "  ::tern::rpc::StreamCall call =\n"
+                "      channel_->open_stream(context, $base$::kServiceName, \"$method$\");\n"
+                "  // A failure shows in the first read.\n"
+                "  if (call.write(request).ok()) (void)call.close_send();\n"
+                "  return ::tern::rpc::ClientReader<$reply$>(::std::move(call));\n"
+                "}\n");
+      return;
+    case Kind::client_streaming:
+      out.Print(vars,
+                "\n"
+                "::tern::rpc::ClientWriter<$request$, $reply$> $client$::$method$(\n"
+                "    ::tern::rpc::ClientContext& context) {\n"
+                "  return ::tern::rpc::ClientWriter<$request$, $reply$>(\n"
+                "      channel_->open_stream(context, $base$::kServiceName, \"$method$\"));\n"
+                "}\n");
+      return;
+    case Kind::bidi_streaming:
+      out.Print(vars,
+                "\n"
+                "::tern::rpc::ClientReaderWriter<$request$, $reply$> $client$::$method$(\n"
+                "    ::tern::rpc::ClientContext& context) {\n"
+                "  return ::tern::rpc::ClientReaderWriter<$request$, $reply$>(\n"
+                "      channel_->open_stream(context, $base$::kServiceName, \"$method$\"));\n"
+                "}\n");
+      return;
   }
 }
 
 void print_client_definitions(pb::io::Printer& out, const pb::ServiceDescriptor& service) {
   for (int i = 0; i < service.method_count(); ++i) {
+    if (kind_of(*service.method(i)) != Kind::unary) {
+      print_stream_client_definition(out, *service.method(i),
+                                     method_vars(service, *service.method(i)));
+      continue;
+    }
     out.Print(
         method_vars(service, *service.method(i)),
         "\n"
@@ -258,6 +394,7 @@ void write_header(pb::io::ZeroCopyOutputStream* stream, const pb::FileDescriptor
       "#include <tern/rpc/future.h>\n"
       "#include <tern/rpc/service.h>\n"
       "#include <tern/rpc/status.h>\n"
+      "#include <tern/rpc/stream.h>\n"
       "\n"
       "#include <functional>\n"
       "#include <span>\n"

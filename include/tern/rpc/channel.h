@@ -7,6 +7,7 @@
 #include <tern/rpc/client_context.h>
 #include <tern/rpc/future.h>
 #include <tern/rpc/status.h>
+#include <tern/rpc/stream.h>
 #include <tern/tls/tls_context.h>
 
 #include <chrono>
@@ -171,6 +172,9 @@ struct ChannelOptions {
   // Sent with every call as the metadata "authorization: Bearer <token>" (docs/tls.md) unless the
   // call's ClientContext carries its own "authorization" (empty: none).
   std::string bearer_token{};
+  // Bytes of messages a stream's server may send ahead of this client's reads (the stream's
+  // flow-control window; at least 64 KiB).
+  std::uint32_t stream_window = 256u << 10;
 };
 
 // Counters of a Channel; from the channel's worker.
@@ -185,6 +189,8 @@ struct ChannelStats {
   std::uint64_t frame_timeouts = 0;     // connections closed for a frame over frame_read_timeout
   std::uint64_t dropped_pushes = 0;     // push frames dropped unread: no on_push handler
   std::uint64_t oversized_pushes = 0;   // push frames dropped for a body over max_push_size
+  std::uint64_t pushes = 0;             // push frames handed to on_push
+  std::uint64_t streams = 0;            // streams opened
   std::uint64_t retries_throttled = 0;  // retries and hedges not made: over the retry budget
   std::uint64_t hedges = 0;             // backup requests sent
   std::uint64_t hedge_wins = 0;         // calls answered by a backup request first
@@ -255,6 +261,14 @@ class Channel {
   [[nodiscard]] Status notify(ClientContext& context, std::string_view service,
                               std::string_view method,
                               const google::protobuf::MessageLite& request);
+
+  // Opens a stream to service/method (a streaming method; <tern/rpc/stream.h>): the returned
+  // end reads and writes the stream's messages until the server's final status. With no
+  // connection ready the end fails every operation with unavailable (as call does; the context's
+  // wait_for_ready and deadline apply). The context's deadline is the stream's. From fibers of
+  // the channel's worker; the stream stays on that worker.
+  [[nodiscard]] StreamCall open_stream(ClientContext& context, std::string_view service,
+                                       std::string_view method);
 
   // Starts the call in its own fiber and returns a future of the reply. `service` and `method`
   // must outlive the call (string literals, as generated code passes).

@@ -99,6 +99,10 @@ struct ServerOptions {
   // not finish within tls_handshake_timeout is logged, counted (ServerStats::tls_*) and closed.
   tls::TlsContext tls{};
   std::chrono::milliseconds tls_handshake_timeout{10'000};
+  // Bytes of messages a stream's client may send ahead of the handler's reads (the stream's
+  // flow-control window; at least 64 KiB): a handler that does not read parks the client's
+  // writes once this much waits, so the memory a stream holds stays bounded.
+  std::uint32_t stream_window = 256u << 10;
 };
 
 // Counters of a Server; any thread.
@@ -127,6 +131,8 @@ struct ServerStats {
   std::uint64_t tls_rejected_certificate = 0;  // a client certificate missing or refused
   std::uint64_t tls_handshake_timeouts = 0;    // past tls_handshake_timeout
   std::uint64_t tls_handshake_closed = 0;      // the client left during the handshake
+  std::uint64_t streams = 0;                // streams opened (also counted in calls)
+  std::uint64_t pushes = 0;                 // push frames queued by handlers
 };
 
 // The rest of an interceptor chain: calling it runs the next interceptor, or the handler after

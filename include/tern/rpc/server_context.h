@@ -2,12 +2,17 @@
 
 #include <tern/base/clock.h>
 #include <tern/rpc/client_context.h>
+#include <tern/rpc/status.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace google::protobuf {
+class MessageLite;
+}
 
 namespace tern::tls {
 struct PeerIdentity;
@@ -17,7 +22,8 @@ namespace tern::rpc {
 
 namespace detail {
 class ServerCall;
-}
+class ServerConnection;
+}  // namespace detail
 
 // What a handler knows about the call it serves: names, deadline, cancellation, metadata, peer;
 // and the reply metadata it wants to send. Valid during the handler; use it from the handler's
@@ -52,6 +58,13 @@ class ServerContext {
   }
   const MetadataEntries& reply_metadata() const noexcept { return reply_metadata_; }
 
+  // Pushes `message` to the client of this call's connection as a push frame naming
+  // service/method (the client's ChannelOptions::on_push receives it), now and in order with
+  // the connection's other frames. Fails with unavailable once the connection is closed. From
+  // the handler's fiber, also after other calls on the connection ended.
+  [[nodiscard]] Status push(std::string_view service, std::string_view method,
+                            const google::protobuf::MessageLite& message);
+
  private:
   friend class detail::ServerCall;
   friend class Channel;
@@ -67,6 +80,7 @@ class ServerContext {
   bool one_way_ = false;
   bool cancelled_ = false;
   const bool* connection_closed_ = nullptr;
+  detail::ServerConnection* connection_ = nullptr;
   std::uint64_t call_id_ = 0;
   const std::string* peer_ = nullptr;
   const tls::PeerIdentity* peer_identity_ = nullptr;

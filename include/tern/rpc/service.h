@@ -17,6 +17,7 @@ class MessageLite;
 namespace tern::rpc {
 
 class Service;
+class StreamCall;
 
 // One call as the server hands it to a method: the request bytes in, the reply out. The server
 // implements it; generated code uses it. Handler fiber only.
@@ -34,10 +35,15 @@ class UnaryCall {
 // Parses the request, runs the handler and encodes its reply.
 using MethodInvoker = Status (*)(Service& service, ServerContext& context, UnaryCall& call);
 
-// A method of a service: its name as in the .proto file and how to invoke it.
+// Runs a streaming method on its stream (<tern/rpc/stream.h>); the status ends the stream.
+using StreamInvoker = Status (*)(Service& service, ServerContext& context, StreamCall& call);
+
+// A method of a service: its name as in the .proto file and how to invoke it: `invoke` for a
+// unary method, `invoke_stream` for a streaming one (the other is null).
 struct Method {
   std::string_view name;
   MethodInvoker invoke;
+  StreamInvoker invoke_stream = nullptr;
 };
 
 // A service a Server can host: a name ("package.Service") and its methods. protoc-gen-tern
