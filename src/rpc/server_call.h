@@ -46,6 +46,7 @@ class ServerCall final : public UnaryCall {
   void cancel() noexcept { context_.cancel(); }
   std::uint64_t call_id() const noexcept { return start_.call_id; }
   std::size_t held_bytes() const noexcept { return start_.held_bytes; }
+  bool is_stream() const noexcept { return start_.stream; }
 
   // Runs interceptor `index` of the chain, or the method after the last one.
   Status run_from(std::size_t index);

@@ -138,7 +138,8 @@ bool ServerConnection::wait_for_room() {
   for (;;) {
     const std::size_t held = held_bytes();
     note_held(held);
-    const bool calls_full = max_calls != 0 && live_calls_ >= max_calls;
+    // Streams wait for frames this loop reads: only unary calls, which end on their own, count.
+    const bool calls_full = max_calls != 0 && live_calls_ - live_streams_ >= max_calls;
     // Only what the connection can release counts as a reason to wait: a frame larger than
     // the budget is still taken once nothing else is held.
     const bool memory_full = budget != 0 && held > budget && writer_.pending() + calls_bytes_ > 0;
@@ -410,6 +411,14 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
         StatusCode::unimplemented,
         fmt::format("no method {}/{} on this server", metadata_.service(), metadata_.method())));
   }
+  if (stream && state_.options.max_calls_per_connection != 0 &&
+      live_streams_ >= state_.options.max_calls_per_connection) {
+    state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
+    return answer(Status(StatusCode::resource_exhausted,
+                         fmt::format("the connection has {} streams open already (the server's "
+                                     "max_calls_per_connection)",
+                                     live_streams_)));
+  }
   if (stream != (method->invoke_stream != nullptr)) {
     state_.unimplemented_calls.fetch_add(1, std::memory_order_relaxed);
     return answer(
@@ -452,6 +461,9 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
     start.held_bytes +=
         entry.key().size() + entry.value().size() + sizeof(MetadataEntries::value_type);
   }
+  // A stream lives as long as its peer keeps it: what it holds is bounded by its window, not
+  // released by waiting, so it does not count toward the memory that pauses reading.
+  if (stream) start.held_bytes = 0;
   if (metadata_.timeout_us() != 0) {
     // Unsigned, as on the wire: a count past the clock's range is no deadline, not an overflow.
     start.deadline =
@@ -475,6 +487,7 @@ void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<cons
     stream = std::make_shared<Stream>(*this, start.call_id, false, start.deadline,
                                       state_.options.stream_window);
     streams_.emplace(start.call_id, stream);
+    ++live_streams_;
     stream->start();
     state_.streams.fetch_add(1, std::memory_order_relaxed);
   }
@@ -504,6 +517,7 @@ void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<cons
                  "cannot start a fiber for the stream: " + call_fiber.error().message()),
           {});
       streams_.erase(start.call_id);
+      --live_streams_;
     } else if (!start.one_way) {
       reply_status(start.call_id,
                    Status(StatusCode::resource_exhausted,
@@ -522,7 +536,10 @@ void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<cons
 
 void ServerConnection::call_ended(ServerCall& call) {
   calls_.remove(call);
-  streams_.erase(call.call_id());
+  if (call.is_stream()) {
+    streams_.erase(call.call_id());
+    --live_streams_;
+  }
   --live_calls_;
   calls_bytes_ -= call.held_bytes();
   state_.in_flight.fetch_sub(1, std::memory_order_relaxed);

@@ -126,6 +126,7 @@ class ServerConnection final : public StreamPort {
   WaitGroup call_fibers_;
   std::uint64_t last_call_id_ = 0;
   std::size_t live_calls_ = 0;                // calls spawned and not ended
+  std::size_t live_streams_ = 0;              // of those, streams (they never pause reading)
   std::size_t starting_ = 0;                  // of those, calls whose fiber has not run yet
   std::vector<std::uint64_t> early_cancels_;  // cancels that came for them (at most starting_)
   std::size_t calls_bytes_ = 0;               // their held_bytes, summed

@@ -36,6 +36,7 @@ void Stream::start() {
   if (out == nullptr) return;
   append_credit(*out, id_, window_ - kInitialStreamWindow);
   receive_left_ = window_;
+  port_->stream_flush();
 }
 
 std::optional<Status> Stream::wait(Event& event) {
