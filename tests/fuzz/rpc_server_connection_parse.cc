@@ -26,6 +26,7 @@
 #include "tern/rpc/server.h"
 #include "tern/rpc/server_context.h"
 #include "tern/rpc/service.h"
+#include "tern/rpc/stream.h"
 
 namespace tern::fuzz {
 
@@ -62,6 +63,17 @@ rpc::Status hold(rpc::Service&, rpc::ServerContext& context, rpc::UnaryCall& cal
   return {};
 }
 
+// Echoes every message of a stream until the client ends its side.
+rpc::Status stream_echo(rpc::Service&, rpc::ServerContext&, rpc::StreamCall& call) {
+  wire::Metadata message;
+  for (;;) {
+    rpc::Result<bool> got = call.read(message);
+    if (!got) return got.error();
+    if (!*got) return {};
+    if (rpc::Status sent = call.write(message); !sent.ok()) return sent;
+  }
+}
+
 class FuzzService final : public rpc::Service {
  public:
   std::string_view service_name() const noexcept override { return kFuzzService; }
@@ -69,7 +81,8 @@ class FuzzService final : public rpc::Service {
 
  private:
   static constexpr rpc::Method kMethods[] = {{kEchoMethod, echo, nullptr},
-                                             {kHoldMethod, hold, nullptr}};
+                                             {kHoldMethod, hold, nullptr},
+                                             {kStreamMethod, nullptr, stream_echo}};
 };
 
 // Small limits, so inputs of a few KiB reach them.
@@ -222,6 +235,15 @@ class Harness {
             break;
           case detail::FrameType::goaway:
             outcome.goaway = true;
+            break;
+          case detail::FrameType::stream_message:
+            ++outcome.stream_messages;
+            break;
+          case detail::FrameType::stream_status:
+            if (frame->metadata.status() == 0) ++outcome.ok_stream_statuses;
+            break;
+          case detail::FrameType::stream_credit:
+          case detail::FrameType::stream_reset:
             break;
           default:
             require(false, kTarget, "the server sent a frame a server never sends");

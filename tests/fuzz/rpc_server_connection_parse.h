@@ -20,6 +20,7 @@ namespace tern::fuzz {
 inline constexpr std::string_view kFuzzService = "tern.fuzz.Target";
 inline constexpr std::string_view kEchoMethod = "Echo";
 inline constexpr std::string_view kHoldMethod = "Hold";
+inline constexpr std::string_view kStreamMethod = "Stream";  // echoes a stream's messages
 
 // An input is one control byte and then the bytes the attacking connection sends. The control
 // byte's low four bits are the largest write (0: everything in one write; else writes of 1 to
@@ -33,8 +34,10 @@ struct ServerConnectionOutcome {
   std::size_t responses = 0;     // response frames
   std::size_t ok_responses = 0;  // of those, with status ok
   std::size_t pongs = 0;
-  bool goaway = false;  // the server sent goaway
-  bool closed = false;  // the server closed the connection within the read deadline
+  std::size_t stream_messages = 0;     // stream message frames
+  std::size_t ok_stream_statuses = 0;  // stream status frames with status ok
+  bool goaway = false;                 // the server sent goaway
+  bool closed = false;                 // the server closed the connection within the read deadline
   // The most bytes one connection of the fuzz server has held so far (all inputs included).
   std::uint64_t connection_bytes_peak = 0;
 };

@@ -43,6 +43,11 @@ class Connection {
     metadata.set_method(std::string(method));
     return frame(type, call_id, &metadata, body(text), compress);
   }
+  Connection& raw_frame(FrameType type, std::uint64_t id, std::uint16_t flags,
+                        std::string_view body) {
+    detail::append_stream_frame(out_, type, id, flags, nullptr, detail::as_bytes(body));
+    return *this;
+  }
   Connection& raw(std::string_view bytes) {
     out_.append(detail::as_bytes(bytes));
     return *this;
@@ -89,6 +94,7 @@ std::string header(std::uint32_t magic, std::uint8_t type, std::uint16_t flags,
 int main(int argc, char** argv) {
   using tern::fuzz::kEchoMethod;
   using tern::fuzz::kHoldMethod;
+  using tern::fuzz::kStreamMethod;
   std::vector<Seed> seeds;
   std::string text;
   for (int i = 0; i < 40; ++i) text += "a body that compresses well; ";
@@ -175,5 +181,40 @@ int main(int argc, char** argv) {
   seeds.push_back(Connection()
                       .call(FrameType::request, 1, kEchoMethod, "cut short")
                       .seed("survived-truncated_reset", kReset, 30));
+  {
+    // A stream: opened, two messages, a credit, the end of the client's side.
+    Connection stream;
+    std::byte credit[4] = {std::byte{0}, std::byte{1}, std::byte{0}, std::byte{0}};
+    stream.call(FrameType::stream_open, 1, kStreamMethod, "")
+        .raw_frame(FrameType::stream_message, 1, 0, Connection::body("first"))
+        .raw_frame(FrameType::stream_message, 1, 0, Connection::body("second"))
+        .raw_frame(FrameType::stream_credit, 1, 0,
+                   std::string_view(reinterpret_cast<const char*>(credit), 4))
+        .raw_frame(FrameType::stream_message, 1, detail::kFlagEndStream, "")
+        .call(FrameType::request, 2, kEchoMethod, "beside the stream");
+    seeds.push_back(stream.seed("streamed-echo", kReadBack));
+    seeds.push_back(stream.seed("streamed-echo_trickled", kReadBack | 5));
+    seeds.push_back(stream.seed("survived-stream_reset", kReset));
+  }
+  {
+    // A stream reset by the client, then frames for it and for a stream never opened.
+    wire::Metadata why;
+    why.set_status(1);
+    why.set_status_message("the client gave up");
+    Connection reset;
+    reset.call(FrameType::stream_open, 1, kStreamMethod, "")
+        .raw_frame(FrameType::stream_message, 1, 0, Connection::body("one"))
+        .frame(FrameType::stream_reset, 1, &why, "")
+        .raw_frame(FrameType::stream_message, 1, 0, Connection::body("late"))
+        .raw_frame(FrameType::stream_message, 9, 0, Connection::body("never opened"));
+    seeds.push_back(reset.seed("rejected-stream_never_opened", kReadBack));
+  }
+  seeds.push_back(Connection()
+                      .call(FrameType::stream_open, 1, kEchoMethod, "")
+                      .call(FrameType::request, 2, kStreamMethod, "x")
+                      .seed("survived-wrong_kinds", kReadBack));
+  seeds.push_back(Connection()
+                      .raw(header(detail::kMagic, 10, 0, 1, 0, 0))
+                      .seed("rejected-stream_frame_in_version_1", kReadBack));
   return tern::fuzz::write_seed_files(argc, argv, seeds);
 }
