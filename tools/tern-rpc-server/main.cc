@@ -51,6 +51,20 @@ class BenchmarkService final : public tern::bench::BenchmarkServiceBase {
     tern::bench::answer_rpc_request(reply);
     return {};
   }
+  // Pump: each message of the stream answered as Say answers it, until the client ends its side.
+  tern::rpc::Status Pump(
+      tern::rpc::ServerContext&,
+      tern::rpc::ServerReaderWriter<tern::bench::BenchmarkMessage, tern::bench::BenchmarkMessage>&
+          stream) override {
+    tern::bench::BenchmarkMessage message;
+    for (;;) {
+      tern::rpc::Result<bool> got = stream.read(message);
+      if (!got) return got.error();
+      if (!*got) return {};
+      tern::bench::answer_rpc_request(message);
+      if (tern::rpc::Status sent = stream.write(message); !sent.ok()) return sent;
+    }
+  }
 };
 
 }  // namespace

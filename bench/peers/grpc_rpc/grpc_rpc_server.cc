@@ -1,6 +1,7 @@
 // grpc_rpc_server: the gRPC C++ peer server of report 001's RPC benchmark. It serves
 // tern.bench.BenchmarkService/Say (bench/proto): decode the request, set field1 = "OK" and
 // field2 = 100, encode it as the reply. Debian's gRPC, insecure credentials, default settings.
+// With --api sync it also serves Pump, the streaming form (grpc_stream_client).
 //
 //   grpc_rpc_server [--host 127.0.0.1] [--port 0] [--threads 1] [--api sync|callback]
 //
@@ -40,6 +41,16 @@ class SyncBenchmarkService final : public tern::bench::BenchmarkService::Service
                    BenchmarkMessage* reply) override {
     *reply = *request;
     tern::bench::answer_rpc_request(*reply);
+    return grpc::Status::OK;
+  }
+  // The streaming form: each message of the stream answered as Say answers it.
+  grpc::Status Pump(grpc::ServerContext*,
+                    grpc::ServerReaderWriter<BenchmarkMessage, BenchmarkMessage>* stream) override {
+    BenchmarkMessage message;
+    while (stream->Read(&message)) {
+      tern::bench::answer_rpc_request(message);
+      if (!stream->Write(message)) break;
+    }
     return grpc::Status::OK;
   }
 };

@@ -131,8 +131,8 @@ struct ServerStats {
   std::uint64_t tls_rejected_certificate = 0;  // a client certificate missing or refused
   std::uint64_t tls_handshake_timeouts = 0;    // past tls_handshake_timeout
   std::uint64_t tls_handshake_closed = 0;      // the client left during the handshake
-  std::uint64_t streams = 0;                // streams opened (also counted in calls)
-  std::uint64_t pushes = 0;                 // push frames queued by handlers
+  std::uint64_t streams = 0;                   // streams opened (also counted in calls)
+  std::uint64_t pushes = 0;                    // push frames queued by handlers
 };
 
 // The rest of an interceptor chain: calling it runs the next interceptor, or the handler after

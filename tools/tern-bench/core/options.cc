@@ -320,13 +320,18 @@ CLI::App* add_rpc_options(CLI::App& app, RpcOptions& o) {
       ->capture_default_str();
   command
       ->add_option("--timeout", o.timeout_s,
-                   "seconds a call may take (its deadline); also bounds the wait for connections")
+                   "seconds a call may take (its deadline; with --stream, a whole stream's); "
+                   "also bounds the wait for connections")
       ->capture_default_str();
   command->add_flag("--tls", o.tls,
                     "every connection over TLS (e.g. against tern-rpc-server --tls-cert)");
   command->add_option("--tls-ca", o.tls_ca,
                       "with --tls: verify the server's certificate and name against this CA "
                       "bundle (PEM file); without it the certificate is not checked");
+  command->add_flag("--stream", o.stream,
+                    "each client opens one stream to tern.bench.BenchmarkService/Pump and sends "
+                    "its N/C messages on it without waiting (the stream's window bounds what is "
+                    "in flight), reading and checking every answer; the rate is messages/s");
   check_after_parse(command, o);
   return command;
 }

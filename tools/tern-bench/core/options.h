@@ -108,7 +108,8 @@ struct RpcOptions {
   std::size_t shared = 0;         // --shared K: the clients share K channels; 0: one each
   double timeout_s = 10;          // per call (and the wait for the connections)
   bool tls = false;               // --tls: every connection over TLS (tern::tls)
-  std::string tls_ca;  // --tls-ca: verify the server against this CA bundle (empty: no check)
+  std::string tls_ca;   // --tls-ca: verify the server against this CA bundle (empty: no check)
+  bool stream = false;  // --stream: each client is one BenchmarkService/Pump stream
 };
 
 // Each add_*_options adds the subcommand with its options, defaults and checks to `app`

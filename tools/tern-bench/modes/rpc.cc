@@ -5,7 +5,9 @@
 // connection, or with --shared K the clients multiplex over K channels. Channels are opened on the
 // worker of their clients and connected before the clock starts. Every reply is checked (field1
 // "OK", field2 100, field3 untouched) and every call timed; TPS = verified calls / seconds from the
-// start to the last reply.
+// start to the last reply. With --stream each client is one BenchmarkService/Pump stream instead:
+// it sends its N/C messages without waiting for answers (the stream's flow-control window bounds
+// what is in flight), and the rate is verified answers / seconds.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -124,6 +126,54 @@ void run_channel(Run& run, std::size_t j) {
   run.channels_closed.done();
 }
 
+// Client i with --stream: one Pump stream carrying its quota of messages, written by a fiber of
+// its own while this one reads and checks the answers.
+void run_stream(Run& run, std::size_t i, ChannelSlot& slot, const BenchmarkMessage& request) {
+  const std::size_t worker = this_worker::index();
+  Failures& failures = run.failures[worker];
+  const std::uint64_t quota = run.quota(i);
+  BenchmarkServiceClient client(*slot.channel);
+  rpc::ClientContext context;
+  context.set_deadline(std::min(run.cap, deadline_after(seconds(run.o.timeout_s))));
+  rpc::ClientReaderWriter<BenchmarkMessage, BenchmarkMessage> stream = client.Pump(context);
+  rpc::Status write_failure;
+  Fiber writer = spawn(
+      [&] {
+        for (std::uint64_t m = 0; m < quota; ++m) {
+          write_failure = stream.write(request);
+          if (!write_failure.ok()) return;
+        }
+        write_failure = stream.close_send();
+      },
+      {.name = "rpc-stream-writer"});
+  BenchmarkMessage reply;
+  std::uint64_t answered = 0;
+  for (; answered < quota; ++answered) {
+    rpc::Result<bool> got = stream.read(reply);
+    if (!got || !*got) {
+      // Every message without an answer counts as failed.
+      failures.add(i, got ? std::string("the stream ended early") : got.error().to_string(),
+                   quota - answered);
+      for (std::uint64_t m = answered; m < quota; ++m) run.meter.add_error(worker);
+      stream.cancel();
+      break;
+    }
+    if (std::string why = check_rpc_reply(reply); !why.empty()) {
+      failures.add(i, std::move(why));
+      run.meter.add_error(worker);
+      continue;
+    }
+    run.meter.add_done(worker, 1, run.message_bytes);
+  }
+  run.ends[worker] = std::max(run.ends[worker], Clock::now());
+  writer.join();
+  if (answered == quota) {
+    // Every answer came: the stream must still end with ok.
+    rpc::Status status = write_failure.ok() ? stream.finish() : write_failure;
+    if (!status.ok()) failures.add(i, "stream status: " + status.to_string());
+  }
+}
+
 // Client i: waits for the start, then makes its calls one after another.
 void run_client(Run& run, std::size_t i) {
   const std::size_t worker = this_worker::index();
@@ -140,6 +190,8 @@ void run_client(Run& run, std::size_t i) {
     // A channel that did not open: its calls are not made, each counts as failed.
     failures.add(i, slot.error, quota);
     for (std::uint64_t call = 0; call < quota; ++call) run.meter.add_error(worker);
+  } else if (run.o.stream) {
+    run_stream(run, i, slot, request);
   } else {
     BenchmarkServiceClient client(*slot.channel);
     const auto timeout = seconds(run.o.timeout_s);
@@ -212,7 +264,7 @@ int run_rpc(const RpcOptions& o) {
   });
 
   const prof::Histogram latency = run.latency.merged();
-  const std::uint64_t calls = latency.count();
+  const std::uint64_t calls = o.stream ? run.meter.totals().done : latency.count();
   const Clock::time_point end = *std::max_element(run.ends.begin(), run.ends.end());
   const double elapsed = seconds_between(run.start, end);
   const double tps = elapsed > 0 ? static_cast<double>(calls) / elapsed : 0;
@@ -235,16 +287,24 @@ int run_rpc(const RpcOptions& o) {
   report.params["shared"] = o.shared;
   report.params["timeout_s"] = o.timeout_s;
   report.params["tls"] = o.tls;
+  report.params["stream"] = o.stream;
   add_network_params(report, o.net, backend);
   report.figures["calls"] = calls;
   report.figures["tps"] = round_to(tps, 1);
-  add_latency_figures(report.figures, latency);
+  if (!o.stream) add_latency_figures(report.figures, latency);
   report.figures["elapsed_s"] = round_to(elapsed, 6);
-  report.summary.push_back(fmt::format(
-      "{} clients over {} connection(s), {}-byte request: {} verified replies of {} calls in "
-      "{:.3f} s: {:.1f} calls/s, {} failed",
-      o.concurrency, run.channel_count, run.message_bytes, calls, o.calls, elapsed, tps, failed));
-  report.summary.push_back(latency_line("latency per call", latency));
+  if (o.stream) {
+    report.summary.push_back(fmt::format(
+        "{} stream(s) to BenchmarkService/Pump over {} connection(s), {}-byte messages: {} "
+        "verified answers of {} messages in {:.3f} s: {:.1f} messages/s, {} failed",
+        o.concurrency, run.channel_count, run.message_bytes, calls, o.calls, elapsed, tps, failed));
+  } else {
+    report.summary.push_back(fmt::format(
+        "{} clients over {} connection(s), {}-byte request: {} verified replies of {} calls in "
+        "{:.3f} s: {:.1f} calls/s, {} failed",
+        o.concurrency, run.channel_count, run.message_bytes, calls, o.calls, elapsed, tps, failed));
+    report.summary.push_back(latency_line("latency per call", latency));
+  }
   const auto unconnected = static_cast<std::size_t>(
       std::count_if(run.channels.begin(), run.channels.end(),
                     [](const auto& slot) { return slot->error.empty() && !slot->connected; }));
