@@ -128,8 +128,8 @@ class ClientConnection final : public StreamPort {
   State state() const noexcept { return state_; }
   const std::string& last_error() const noexcept { return last_error_; }
   Endpoint& endpoint() noexcept { return endpoint_; }
-  // Whether no call waits for a reply on this connection.
-  bool idle() const noexcept { return pending_.empty(); }
+  // Whether no call waits for a reply and no stream is open on this connection.
+  bool idle() const noexcept { return pending_.empty() && streams_.empty(); }
 
   // Sends a request (or a one-way call when `call` is null); false if the connection is not
   // ready. A request's call is registered for its reply.
@@ -159,8 +159,6 @@ class ClientConnection final : public StreamPort {
   bool handle_response(const RawFrame& frame);
   bool handle_push(const RawFrame& frame);
   bool handle_stream(const RawFrame& frame);
-  // Whether no call or stream waits on this connection.
-  bool idle() const noexcept { return pending_.empty() && streams_.empty(); }
   void drop_oversized_push(const std::string& what);
   // Frees the decompression buffer once a large body is done with, so it does not stay held.
   void release_scratch() noexcept;
