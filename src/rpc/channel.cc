@@ -610,7 +610,7 @@ StreamCall Channel::open_stream(ClientContext& context, std::string_view service
   if (connection == nullptr) return StreamCall(std::move(status));
   context.peer_ = connection->endpoint().name;
   wire::Metadata& metadata = request_metadata();
-  fill_request_metadata(metadata, context, service, method, deadline);
+  fill_request_metadata(metadata, context, service, method, deadline, impl.authorization);
   std::shared_ptr<detail::Stream> stream = connection->open_stream(metadata, deadline);
   if (!stream) {
     return StreamCall(
