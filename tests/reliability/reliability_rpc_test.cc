@@ -227,7 +227,9 @@ TEST(RpcReset, ClientResetInTheMiddleOfARequestIsLoggedCountedAndClosed) {
       return served.server.stats().protocol_errors == before.protocol_errors + 1;
     })) << "a request cut off by a reset is counted like one cut off by a close: "
         << served.server.stats().protocol_errors << " protocol errors";
-    EXPECT_TRUE(log.has_line({"WARN", "middle of a frame"})) << log.text();
+    // The counter moves before the peer line reaches the log: wait for the line too.
+    EXPECT_TRUE(eventually([&] { return log.has_line({"WARN", "middle of a frame"}); }))
+        << log.text();
     good.expect_flowing();
     good.finish();
   });
