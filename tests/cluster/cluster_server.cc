@@ -29,6 +29,32 @@ class ProbeService final : public tern::cluster_test::ProbeBase {
     return {};
   }
 
+  // Probe/Chat: a Whoami answer to every message, until the client closes its side or the
+  // stream fails; prints "cluster_server NAME: chat ended: STATUS" either way.
+  tern::rpc::Status Chat(
+      tern::rpc::ServerContext&,
+      tern::rpc::ServerReaderWriter<tern::cluster_test::WhoRequest, tern::cluster_test::WhoReply>&
+          stream) override {
+    tern::cluster_test::WhoRequest request;
+    tern::cluster_test::WhoReply reply;
+    tern::rpc::Status status;
+    for (;;) {
+      tern::rpc::Result<bool> got = stream.read(request);
+      if (!got) {
+        status = got.error();
+        break;
+      }
+      if (!*got) break;  // the client closed its side: end ok
+      reply.set_server(name_);
+      reply.set_seq(request.seq());
+      status = stream.write(reply);
+      if (!status.ok()) break;
+    }
+    std::printf("cluster_server %s: chat ended: %s\n", name_.c_str(), status.to_string().c_str());
+    std::fflush(stdout);
+    return status;
+  }
+
  private:
   std::string name_;
 };
