@@ -231,6 +231,8 @@ void TcpServer::serve(TcpStream stream, WorkerState& worker) {
   connections_open.add(1);
   if (options_.idle_timeout.count() > 0) stream.set_timeout(options_.idle_timeout);
   if (options_.send_buffer > 0) (void)stream.set_send_buffer(options_.send_buffer);
+  // A Unix stream socket refuses the TCP options, and needs no probes: its peer cannot vanish.
+  if (options_.keepalive.idle.count() > 0) (void)stream.set_keepalive_probes(options_.keepalive);
   try {
     handler_(stream);
   } catch (const std::exception& e) {

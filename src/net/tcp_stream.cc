@@ -4,6 +4,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <climits>
+#include <cstdint>
 
 #include <algorithm>
 #include <string>
@@ -125,6 +126,27 @@ Result<void> TcpStream::set_nodelay(bool on) {
 
 Result<void> TcpStream::set_keepalive(bool on) {
   return socket_.set_option(SOL_SOCKET, SO_KEEPALIVE, on ? 1 : 0);
+}
+
+Result<void> TcpStream::set_keepalive_probes(const KeepaliveOptions& options) {
+  if (options.idle.count() <= 0) return {};
+  const auto seconds = [](std::chrono::seconds s) {
+    return static_cast<int>(std::clamp<std::chrono::seconds::rep>(s.count(), 1, 32767));
+  };
+  const int count = std::clamp(options.count, 1, 127);
+  if (Result<void> r = socket_.set_option(SOL_SOCKET, SO_KEEPALIVE, 1); !r) return r;
+  if (Result<void> r = socket_.set_option(IPPROTO_TCP, TCP_KEEPIDLE, seconds(options.idle)); !r)
+    return r;
+  if (Result<void> r = socket_.set_option(IPPROTO_TCP, TCP_KEEPINTVL, seconds(options.interval));
+      !r)
+    return r;
+  if (Result<void> r = socket_.set_option(IPPROTO_TCP, TCP_KEEPCNT, count); !r) return r;
+  // Without a user timeout, a peer that vanished while data waited for its acknowledgement is
+  // given up on only after the retransmissions (about 15 minutes); with it, after the same time
+  // an idle connection is given.
+  const std::chrono::milliseconds give_up = options.idle + options.interval * count;
+  return socket_.set_option(IPPROTO_TCP, TCP_USER_TIMEOUT,
+                            static_cast<int>(std::min<std::int64_t>(give_up.count(), INT32_MAX)));
 }
 
 Result<void> TcpStream::set_send_buffer(int bytes) {

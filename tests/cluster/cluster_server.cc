@@ -102,6 +102,10 @@ int main(int argc, char** argv) {
     tern::rpc::ServerOptions options;
     options.registry.etcd = etcd;
     options.registry.timeout = std::chrono::milliseconds(500);
+    // The scenarios' fast settings: a client that vanishes is given up on after about 3 s (the
+    // default waits 90 s).
+    options.tcp.keepalive = {
+        .idle = std::chrono::seconds{1}, .interval = std::chrono::seconds{1}, .count = 2};
     tern::rpc::Server server(options);
     if (!server.add_service(service)) return 1;
     const tern::Result<tern::net::Address> bound = server.start(*address);

@@ -1,6 +1,8 @@
 // TcpServer over real loopback connections, under the backend named by TERN_IO: both accept
 // modes, 10,000 concurrent echoing connections, max_connections, idle timeout, graceful stop.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -274,6 +276,40 @@ TEST(TcpServer, IdleConnectionsTimeOut) {
     std::array<std::byte, 8> buf;
     tern::Result<std::size_t> n = idle->read(buf, tern::deadline_after(30s));
     EXPECT_TRUE(n && *n == 0) << "the server closed the idle connection";
+    server.stop(tern::deadline_after(10s));
+  });
+}
+
+// A peer that vanishes without a FIN is only found by probes: every accepted connection carries
+// the probe settings of ServerOptions::keepalive, and a user timeout of the same length.
+TEST(TcpServer, AcceptedConnectionsProbeTheirPeerAsKeepaliveSays) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([&] {
+    struct Seen {
+      int keepalive = -1, idle = -1, interval = -1, count = -1, user_timeout = -1;
+    };
+    std::optional<Seen> seen;
+    tern::Event handled;
+    TcpServer server(
+        {.keepalive = {.idle = 7s, .interval = 2s, .count = 4}}, [&](TcpStream& stream) {
+          tern::net::Socket& s = stream.socket();
+          seen = Seen{
+              *s.get_option(SOL_SOCKET, SO_KEEPALIVE), *s.get_option(IPPROTO_TCP, TCP_KEEPIDLE),
+              *s.get_option(IPPROTO_TCP, TCP_KEEPINTVL), *s.get_option(IPPROTO_TCP, TCP_KEEPCNT),
+              *s.get_option(IPPROTO_TCP, TCP_USER_TIMEOUT)};
+          handled.set();
+        });
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    ASSERT_TRUE(bound);
+    tern::Result<TcpStream> client = TcpStream::connect(*bound, tern::deadline_after(30s));
+    ASSERT_TRUE(client);
+    ASSERT_TRUE(handled.wait_for(30s));
+    ASSERT_TRUE(seen.has_value());
+    EXPECT_NE(seen->keepalive, 0);
+    EXPECT_EQ(seen->idle, 7);
+    EXPECT_EQ(seen->interval, 2);
+    EXPECT_EQ(seen->count, 4);
+    EXPECT_EQ(seen->user_timeout, 15'000) << "idle + interval * count, in milliseconds";
     server.stop(tern::deadline_after(10s));
   });
 }

@@ -46,6 +46,10 @@ struct ServerOptions {
   // all are left to idle_timeout. TCP only (Unix sockets are not checked). 0: no check.
   std::size_t min_bytes_per_interval = 0;
   std::chrono::milliseconds progress_interval{10000};
+  // Keepalive probing of every TCP connection, so a handler waiting on a peer that vanished
+  // without a FIN (a dead host, a cut link) gets an error instead of waiting for ever
+  // (idle 0, the default: none).
+  KeepaliveOptions keepalive{};
   // Names each connection's fiber on every worker (profiler, fiber dumps, log lines; up to 31
   // characters are kept).
   std::string name = "connection";

@@ -14,6 +14,16 @@
 
 namespace tern::net {
 
+// TCP keepalive probing of a connection whose peer may vanish without a FIN or RST (a host that
+// died, a cut link): after `idle` with nothing received, a probe every `interval`; `count` probes
+// unanswered (or data unacknowledged for idle + interval * count) and the kernel drops the
+// connection, so a read waiting on it fails with std::errc::timed_out. idle 0: no probing.
+struct KeepaliveOptions {
+  std::chrono::seconds idle{0};
+  std::chrono::seconds interval{10};
+  int count = 3;
+};
+
 class Buffer;
 
 // A connected stream socket (TCP over IPv4/IPv6, or a Unix stream socket) whose calls park the
@@ -90,6 +100,8 @@ class TcpStream {
   [[nodiscard]] Result<void> set_nodelay(bool on = true);
   // Enables TCP keepalive probes.
   [[nodiscard]] Result<void> set_keepalive(bool on = true);
+  // Probes the peer as `options` says (TCP only; idle 0 leaves the socket as it is).
+  [[nodiscard]] Result<void> set_keepalive_probes(const KeepaliveOptions& options);
   // Sets SO_SNDBUF / SO_RCVBUF (the kernel doubles the value).
   [[nodiscard]] Result<void> set_send_buffer(int bytes);
   [[nodiscard]] Result<void> set_receive_buffer(int bytes);

@@ -53,8 +53,10 @@ struct RegistryOptions {
 
 // How an rpc::Server behaves; the defaults suit most services.
 struct ServerOptions {
-  // Accept mode, connection limit and idle timeout of the TCP server underneath.
-  net::ServerOptions tcp{};
+  // Accept mode, connection limit, idle timeout and keepalive of the TCP server underneath. A
+  // client that vanishes without closing (a dead host, a cut link) is found by keepalive probes
+  // after 60 s of silence and 3 unanswered probes 10 s apart; its calls and streams then end.
+  net::ServerOptions tcp{.keepalive = {.idle = std::chrono::seconds{60}}};
   // Calls running at once across the server; more get resource_exhausted (0: no limit).
   std::size_t max_concurrent_calls = 100'000;
   // The largest frame (header, metadata and body) accepted; a larger one closes the connection.
