@@ -400,7 +400,9 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
   ServerContext* parent = context.parent();
   if (parent != nullptr) parent->add_downstream(context);
   std::vector<detail::Endpoint*> excluded;
-  const unsigned attempts = 1 + (context.idempotent() ? impl.options.max_retries : 0);
+  // A call that is not idempotent is sent again only when the server refused it unrun.
+  const unsigned attempts = 1 + impl.options.max_retries;
+  bool unprocessed = false;
   const HedgingOptions& hedging = impl.options.hedging;
   // A hedged call sends a backup after `delay` (none while it is 0).
   const std::chrono::nanoseconds delay = cluster && context.idempotent() && hedging.max_hedges > 0
@@ -409,6 +411,8 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
   const bool hedged = delay.count() > 0;
   Status status;
   for (unsigned attempt = 0; attempt < attempts; ++attempt) {
+    if (attempt > 0 && !context.idempotent() && !unprocessed) break;
+    unprocessed = false;
     if (context.cancelled_ || (context.parent() != nullptr && context.parent()->cancelled())) {
       context.cancelled_ = true;
       status = Status(StatusCode::cancelled, "the call was cancelled");
@@ -542,7 +546,8 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
       // serve): another endpoint may serve the call.
       if (status == StatusCode::unavailable) {
         excluded.push_back(&winner->connection->endpoint());
-        continue;  // retried only while attempts remain (idempotent calls)
+        unprocessed = winner->call.unprocessed;
+        continue;  // retried while attempts remain (idempotent calls, or refused unrun)
       }
       break;
     }

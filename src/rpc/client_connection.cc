@@ -137,6 +137,7 @@ bool ClientConnection::serve() {
   frames_received_ = 0;
   pings_sent_ = 0;
   last_pong_ = 0;
+  goaway_last_id_.reset();
   dropped_because_.clear();
   oversized_push_logged_ = false;
   ++channel_.stats.connects;
@@ -314,21 +315,11 @@ bool ClientConnection::handle_stream(const RawFrame& frame) {
   const std::shared_ptr<Stream> stream = found->second;
   switch (frame.header.type) {
     case FrameType::stream_message:
-      if ((frame.header.flags & kFlagCompressed) != 0) {
-        protocol_error(make_error_code(ProtocolErrc::bad_compression),
-                       fmt::format("stream {}: stream messages are never compressed", id));
-        return false;
-      }
-      stream->on_message(frame.body, (frame.header.flags & kFlagEndStream) != 0);
-      return true;
     case FrameType::stream_credit:
-      if (frame.body.size() != 4) {
-        protocol_error(
-            make_error_code(ProtocolErrc::unexpected_frame),
-            fmt::format("stream {}: a credit frame of {} bytes, not 4", id, frame.body.size()));
+      if (std::optional<StreamFrameError> bad = deliver_stream_data(*stream, frame)) {
+        protocol_error(bad->code, bad->detail);
         return false;
       }
-      stream->on_credit(static_cast<std::uint32_t>(net::load_big_endian(frame.body.data(), 4)));
       return true;
     case FrameType::stream_status:
     case FrameType::stream_reset: {
@@ -372,7 +363,9 @@ bool ClientConnection::handle(const RawFrame& frame) {
       TERN_LOG_INFO("rpc: {} sent goaway ({}); new calls go to a new connection", endpoint_.name,
                     metadata_.status_message());
       last_error_ = fmt::format("{} is going away: {}", endpoint_.name, metadata_.status_message());
-      if (metadata_.status() != static_cast<std::uint32_t>(StatusCode::unavailable)) {
+      if (metadata_.status() == static_cast<std::uint32_t>(StatusCode::unavailable)) {
+        goaway_last_id_ = metadata_.last_call_id();
+      } else {
         // The server refused a frame (a protocol error; a version-1 server refuses stream
         // frames): the streams end with its reason instead of a bare "connection lost".
         std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> open;
@@ -484,6 +477,7 @@ bool ClientConnection::handle_response(const RawFrame& frame) {
   const std::uint32_t raw_code = metadata_.status();
   const StatusCode code = raw_code > 0xff ? StatusCode::unknown : static_cast<StatusCode>(raw_code);
   if (code != StatusCode::ok) {
+    call.unprocessed = code == StatusCode::unavailable && goaway_last_id_ && id > *goaway_last_id_;
     finish(call, Status(code, metadata_.status_message()));
   } else if (call.reply != nullptr) {
     tern::Result<std::span<const std::byte>> body =

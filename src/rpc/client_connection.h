@@ -39,7 +39,8 @@ struct PendingCall {
   bool finished = false;
   bool cancelled = false;
   bool transport_failure = false;  // the connection failed before a reply: safe to retry
-  Event* also = nullptr;  // set too when the call finishes (a hedged call waits on two calls)
+  bool unprocessed = false;  // refused after the server's goaway: never run, safe to send again
+  Event* also = nullptr;     // set too when the call finishes (a hedged call waits on two calls)
 };
 
 // A server a channel talks to, with its pool of connections.
@@ -185,6 +186,8 @@ class ClientConnection final : public StreamPort {
   PendingCalls pending_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> streams_;  // open streams by id
   std::uint64_t next_id_ = 1;
+  // After the server's goaway for a stop: the last call it took; it runs none after it.
+  std::optional<std::uint64_t> goaway_last_id_;
   std::uint64_t pings_sent_ = 0;       // on the current connection
   std::uint64_t last_pong_ = 0;        // the highest ping id answered on it
   Event pong_;                         // set on every pong (health checks wait on it)

@@ -270,21 +270,11 @@ bool ServerConnection::route_stream(const RawFrame& frame) {
   const std::shared_ptr<Stream> stream = found->second;
   switch (frame.header.type) {
     case FrameType::stream_message:
-      if ((frame.header.flags & kFlagCompressed) != 0) {
-        protocol_error(make_error_code(ProtocolErrc::bad_compression),
-                       fmt::format("stream {}: stream messages are never compressed", id));
-        return false;
-      }
-      stream->on_message(frame.body, (frame.header.flags & kFlagEndStream) != 0);
-      return true;
     case FrameType::stream_credit:
-      if (frame.body.size() != 4) {
-        protocol_error(
-            make_error_code(ProtocolErrc::unexpected_frame),
-            fmt::format("stream {}: a credit frame of {} bytes, not 4", id, frame.body.size()));
+      if (std::optional<StreamFrameError> bad = deliver_stream_data(*stream, frame)) {
+        protocol_error(bad->code, bad->detail);
         return false;
       }
-      stream->on_credit(static_cast<std::uint32_t>(net::load_big_endian(frame.body.data(), 4)));
       return true;
     case FrameType::stream_reset: {
       if (tern::Result<void> parsed = parse_metadata(frame.metadata, metadata_); !parsed) {
@@ -398,8 +388,12 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
                    fmt::format("call {}: {} bytes of metadata", id, frame.metadata.size()));
     return Admission::close_connection;
   }
+  const bool refusing = draining_ || state_.stopping.load(std::memory_order_acquire);
+  // The goaway goes out before the refusal and names the last call this connection took, so the
+  // client knows this call was never run and may send it elsewhere, idempotent or not.
+  if (refusing && !draining_) goaway();
   if (id > last_call_id_) last_call_id_ = id;
-  if (draining_ || state_.stopping.load(std::memory_order_acquire)) {
+  if (refusing) {
     state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
     return answer(Status(StatusCode::unavailable, "the server is shutting down"));
   }

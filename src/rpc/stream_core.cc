@@ -246,4 +246,23 @@ void Stream::wake() noexcept {
   writable_.set();
 }
 
+std::optional<StreamFrameError> deliver_stream_data(Stream& stream, const RawFrame& frame) {
+  const std::uint64_t id = frame.header.call_id;
+  if (frame.header.type == FrameType::stream_message) {
+    if ((frame.header.flags & kFlagCompressed) != 0) {
+      return StreamFrameError{make_error_code(ProtocolErrc::bad_compression),
+                              fmt::format("stream {}: stream messages are never compressed", id)};
+    }
+    stream.on_message(frame.body, (frame.header.flags & kFlagEndStream) != 0);
+    return std::nullopt;
+  }
+  if (frame.body.size() != 4) {
+    return StreamFrameError{
+        make_error_code(ProtocolErrc::unexpected_frame),
+        fmt::format("stream {}: a credit frame of {} bytes, not 4", id, frame.body.size())};
+  }
+  stream.on_credit(static_cast<std::uint32_t>(net::load_big_endian(frame.body.data(), 4)));
+  return std::nullopt;
+}
+
 }  // namespace tern::rpc::detail

@@ -11,7 +11,9 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <system_error>
 
+#include "frame.h"
 #include "tern/base/clock.h"
 #include "tern/fiber/event.h"
 #include "tern/net/buffer.h"
@@ -119,5 +121,16 @@ class Stream {
   Event readable_;
   Event writable_;
 };
+
+// Why a stream's data frame was malformed: the protocol error to close the connection with.
+struct StreamFrameError {
+  std::error_code code;
+  std::string detail;
+};
+
+// Hands a stream_message or stream_credit frame to `stream`; a compressed message or a credit
+// frame that is not 4 bytes long is not applied and returns its protocol error instead. Either
+// side's connection fiber.
+std::optional<StreamFrameError> deliver_stream_data(Stream& stream, const RawFrame& frame);
 
 }  // namespace tern::rpc::detail

@@ -342,6 +342,88 @@ TEST(ChannelLimits, IdempotentCallCaughtInAStalledFrameIsRetriedOnAnotherEndpoin
   });
 }
 
+// A frame of `type` for call `id` whose metadata carries status unavailable (and, for a goaway,
+// the last call the server took).
+std::string unavailable_frame(FrameType type, std::uint64_t id, std::uint64_t last_call_id = 0) {
+  wire::Metadata metadata;
+  metadata.set_status(static_cast<std::uint32_t>(StatusCode::unavailable));
+  metadata.set_status_message("the server is shutting down");
+  if (type == FrameType::goaway) metadata.set_last_call_id(last_call_id);
+  return encode_frame(type, id, &metadata, "");
+}
+
+// Two endpoints: `refusing` answers the first request of its first connection as `refuse` says,
+// and everything after it; `healthy` answers everything. Sends two calls that are not idempotent
+// (round robin gives one of them to `refusing`) and returns the channel's counters and how many
+// of the calls failed.
+std::pair<tern::rpc::ChannelStats, int> two_plain_calls_one_refused(
+    std::function<std::string(std::uint64_t id)> refuse) {
+  FakeServer refusing([&](TcpStream& stream, int index) {
+    if (index > 0) return answer_everything(stream);
+    HeaderReader reader(stream);
+    std::optional<std::uint64_t> id = reader.next_request(tern::deadline_after(kPatience));
+    if (!id || !send(stream, refuse(*id))) return;
+    answer_everything(stream);
+  });
+  FakeServer healthy([](TcpStream& stream, int) { answer_everything(stream); });
+  const Address refusing_address = refusing.start();
+  const Address healthy_address = healthy.start();
+  tern::rpc::Result<Channel> channel = Channel::open(
+      refusing_address.to_string() + "," + healthy_address.to_string(), test_options());
+  EXPECT_TRUE(channel) << channel.error().to_string();
+  if (!channel) return {};
+  EXPECT_TRUE(eventually([&] { return channel->stats().connected == 2; }));
+  limits::LimitsClient client(*channel);
+  int failed = 0;
+  for (int i = 0; i < 2; ++i) {
+    ClientContext context;
+    context.set_timeout(kPatience);
+    tern::rpc::Result<limits::Text> reply = client.Echo(context, echo_request("hello"));
+    if (!reply) {
+      EXPECT_EQ(reply.error().code(), StatusCode::unavailable) << reply.error().to_string();
+      ++failed;
+    } else {
+      EXPECT_EQ(reply->text(), "ok");
+    }
+  }
+  const tern::rpc::ChannelStats stats = channel->stats();
+  channel->close();
+  return {stats, failed};
+}
+
+TEST(ChannelLimits, CallRefusedAfterTheServersGoawayIsSentElsewhereEvenIfNotIdempotent) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    // A stopping server: its goaway names the calls it took (none after id - 1), then it refuses
+    // call `id` unrun.
+    auto [stats, failed] = two_plain_calls_one_refused([](std::uint64_t id) {
+      return unavailable_frame(FrameType::goaway, 0, id - 1) +
+             unavailable_frame(FrameType::response, id);
+    });
+    EXPECT_EQ(failed, 0);
+    EXPECT_EQ(stats.retries, 1u);
+    EXPECT_EQ(stats.failed_calls, 0u);
+  });
+}
+
+TEST(ChannelLimits, CallAnsweredUnavailableWithoutAGoawayIsNotSentAgainUnlessIdempotent) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    // Unavailable from a handler (or a goaway that says the call was taken): the call may have
+    // run, so a call that is not idempotent fails with it.
+    auto [stats, failed] = two_plain_calls_one_refused(
+        [](std::uint64_t id) { return unavailable_frame(FrameType::response, id); });
+    EXPECT_EQ(failed, 1);
+    EXPECT_EQ(stats.retries, 0u);
+    auto [taken_stats, taken_failed] = two_plain_calls_one_refused([](std::uint64_t id) {
+      return unavailable_frame(FrameType::goaway, 0, id) +
+             unavailable_frame(FrameType::response, id);
+    });
+    EXPECT_EQ(taken_failed, 1);
+    EXPECT_EQ(taken_stats.retries, 0u);
+  });
+}
+
 TEST(ChannelLimits, SlowButWholeFramesAndIdleTimeAreNotCut) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {
