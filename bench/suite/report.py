@@ -18,10 +18,11 @@ from collections import defaultdict
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TERN = ("tern", "tern-uring")
 # Labelled variants of tern shown beside the headline columns but left out of every ratio,
-# neither counted as tern nor as a peer: tern polling when idle (tables.IDLE_POLL_VARIANTS).
-VARIANTS = {"tern-idle-poll": "tern (idle-poll 200us)"}
-PEER_ORDER = ["tern", "tern-uring", "tern-idle-poll", "otechod", "mtserver", "asio", "go", "tokio",
-              "grpc-sync", "grpc-callback", "rpcx", "erpc"]
+# neither counted as tern nor as a peer: tern polling when idle (tables.IDLE_POLL_VARIANTS), and
+# table 000's tern-echo in plain echo mode (its own ratio is shown on its row).
+VARIANTS = {"tern-idle-poll": "tern (idle-poll 200us)", "tern-plain-echo": "tern (plain echo)"}
+PEER_ORDER = ["tern", "tern-plain-echo", "tern-uring", "tern-idle-poll", "otechod", "mtserver",
+              "asio", "go", "tokio", "grpc-sync", "grpc-callback", "rpcx", "erpc"]
 
 
 def fig(run, key):
@@ -239,7 +240,7 @@ class Report:
                 self.write(f"- {p}")
         text = ("\ntern runs at its defaults in every headline column and every ratio: its idle "
                 "workers sleep, as the peers' do.")
-        if any(server_of(r) in VARIANTS for r in self.runs if r.get("suite")):
+        if any(server_of(r) == "tern-idle-poll" for r in self.runs if r.get("suite")):
             text += (" The column `tern (idle-poll 200us)` is tern on epoll whose server and "
                      "tern-bench client poll 200 µs before they sleep (`--idle-poll 200us`, "
                      "docs/guide.md, \"Idle polling\"): shown beside the others, it counts "
@@ -279,7 +280,10 @@ class Report:
         self.write("Packets of 16-byte header + payload; MB = 10^6 bytes of payload per second. "
                    "Servers run one thread (mtserver: a thread per connection); tern-echo runs "
                    "its frame16 mode (parses each header, answers with ack = syn); the peers echo "
-                   "bytes. Every reply's header and payload are checked.\n")
+                   "bytes. The labelled row `tern (plain echo)` is tern-echo `--mode echo`, which "
+                   "echoes bytes as the peers do, so the framework's cost shows apart from the "
+                   "parser's; it is not counted as tern in any other table's ratio. Every reply's "
+                   "header and payload are checked.\n")
         groups = defaultdict(list)
         for r in runs:
             p = r.get("params", {})
@@ -292,7 +296,7 @@ class Report:
             epoll = next((fig(r, "pkg_per_s") for r in group if server_of(r) == "otechod"), None)
             for r in sorted(group, key=lambda r: PEER_ORDER.index(server_of(r))
                             if server_of(r) in PEER_ORDER else 99):
-                is_tern = server_of(r) in TERN
+                is_tern = server_of(r) in TERN or server_of(r) == "tern-plain-echo"
                 case = f"{flag} t={threads} {size} B" + (" discard" if cmd == 2 else "")
                 rows.append([case, label(server_of(r)) + mark(r), fmt(fig(r, "packets")),
                              fmt(fig(r, "pkg_per_s")), fmt(fig(r, "mb_per_s")),

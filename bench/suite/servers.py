@@ -13,9 +13,11 @@ import machine
 START_LINE = re.compile(r"listening on (\S+):(\d+)")
 
 # tern's servers by name, with the I/O backend each runs: the headline ones, the labelled variant
-# that polls when idle (run.py gives it --idle-poll), and the builds with tern::hook linked (the
+# that polls when idle (run.py gives it --idle-poll), table 000's labelled plain echo row (its
+# cells give it --mode echo), and the builds with tern::hook linked (the
 # hooks table: bench/hook/CMakeLists.txt).
 TERN_BACKENDS = {"tern": "epoll", "tern-uring": "uring", "tern-idle-poll": "epoll",
+                 "tern-plain-echo": "epoll",
                  "tern-hooked": "epoll", "tern-uring-hooked": "uring"}
 
 
@@ -28,6 +30,7 @@ class Catalog:
             "tern": os.path.join(build_dir, "tools", "tern-echo"),
             "tern-uring": os.path.join(build_dir, "tools", "tern-echo"),
             "tern-idle-poll": os.path.join(build_dir, "tools", "tern-echo"),
+            "tern-plain-echo": os.path.join(build_dir, "tools", "tern-echo"),
             "tern-hooked": os.path.join(build_dir, "bench", "hook", "tern-echo-hooked"),
             "tern-uring-hooked": os.path.join(build_dir, "bench", "hook", "tern-echo-hooked"),
             "asio": os.path.join(build_dir, "bench", "asio_echo"),

@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hooks  # noqa: E402
 import report  # noqa: E402
 import run  # noqa: E402
+import servers  # noqa: E402
 import tables  # noqa: E402
 
 
@@ -103,6 +104,23 @@ class IdlePollTest(unittest.TestCase):
         self.assertEqual(report.tern_and_best_peer(
             {"tern": 100, "tern-idle-poll": 500, "asio": 200}), (100, 200))
         self.assertEqual(report.tern_and_best_peer({"tern-idle-poll": 500}), (None, None))
+
+
+class PlainEchoTest(unittest.TestCase):
+    def test_traffic_runs_tern_in_frame16_and_the_labelled_row_in_plain_echo(self):
+        cells = [c for c in tables.traffic_cells(3, False)
+                 if c["args"][c["args"].index("-c") + 1] == "1"]
+        modes = {(c["group"], c["server"]): c["server_mode"] for c in cells}
+        for group in {c["group"] for c in cells}:
+            self.assertEqual(modes[(group, "tern")], "frame16")
+            self.assertEqual(modes[(group, "tern-plain-echo")], "echo")
+        command = servers.Catalog("/nonexistent").command("tern-plain-echo", 1, mode="echo")
+        self.assertEqual(command[1:3], ["--io", "epoll"])
+        self.assertIn("echo", command)
+
+    def test_the_plain_echo_row_is_no_headline_tern_and_no_peer(self):
+        self.assertEqual(report.tern_and_best_peer(
+            {"tern": 100, "tern-plain-echo": 500, "tokio": 200}), (100, 200))
 
 
 class HooksTest(unittest.TestCase):

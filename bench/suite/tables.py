@@ -28,7 +28,9 @@ report.py shows in the same section.
 
 # Servers compared in each table; peers missing on this machine are skipped by the runner.
 ECHO_PEERS = ["asio", "go", "tokio"]
-TRAFFIC_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
+# "tern-plain-echo" is a labelled row of table 000: tern-echo in plain echo mode (bytes back as
+# they came, what the peers do), so the framework's cost shows apart from frame16's parsing.
+TRAFFIC_SERVERS = ["tern", "tern-plain-echo", "otechod", "mtserver"] + ECHO_PEERS
 PINGPONG_SERVERS = ["tern", "tern-uring"] + ECHO_PEERS
 SESSIONS_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
 # The "tls" table: tern-echo --tls-cert against asio::ssl and Go crypto/tls echo servers.
@@ -64,7 +66,8 @@ def traffic_cells(seconds, full):
             cells.append({
                 "table": "000", "group": f"000 {flag} t={threads} {size} B",
                 "mode": "traffic", "server": server, "server_threads": 1,
-                "server_mode": "frame16", "buf": 16384, "client_threads": workers,
+                "server_mode": "echo" if server == "tern-plain-echo" else "frame16",
+                "buf": 16384, "client_threads": workers,
                 "args": [flag, "-t", str(threads), "-s", str(size), "-c", "1",
                          "--workers", str(workers), "--duration", str(seconds)]})
     # Report 000's "server discards the message" case: tern only (the peers echo everything).
