@@ -314,6 +314,26 @@ TEST(TcpServer, AcceptedConnectionsProbeTheirPeerAsKeepaliveSays) {
   });
 }
 
+// Settings outside what the kernel takes are clamped, and the user timeout follows the clamped
+// values, not the ones asked for.
+TEST(TcpServer, KeepaliveSettingsOutOfRangeAreClampedAndTheUserTimeoutFollows) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([&] {
+    TcpServer server({}, [&](TcpStream&) {});
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    ASSERT_TRUE(bound);
+    tern::Result<TcpStream> client = TcpStream::connect(*bound, tern::deadline_after(30s));
+    ASSERT_TRUE(client);
+    ASSERT_TRUE(client->set_keepalive_probes({.idle = 5s, .interval = 0s, .count = 1000}));
+    tern::net::Socket& s = client->socket();
+    EXPECT_EQ(*s.get_option(IPPROTO_TCP, TCP_KEEPIDLE), 5);
+    EXPECT_EQ(*s.get_option(IPPROTO_TCP, TCP_KEEPINTVL), 1);
+    EXPECT_EQ(*s.get_option(IPPROTO_TCP, TCP_KEEPCNT), 127);
+    EXPECT_EQ(*s.get_option(IPPROTO_TCP, TCP_USER_TIMEOUT), (5 + 1 * 127) * 1000);
+    server.stop(tern::deadline_after(10s));
+  });
+}
+
 TEST(TcpServer, AClientThatNeverReadsParksItsHandlerAndNothingPilesUp) {
   constexpr std::size_t kChunk = 64 * 1024;
   constexpr std::size_t kGiveUpAfter = 256u << 20;  // far past every buffer on the way
