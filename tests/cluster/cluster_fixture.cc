@@ -1,12 +1,16 @@
 // ClusterTest: the network, client host and servers the scenarios share.
 #include "cluster_fixture.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
+#include "tern/io/offload.h"
+#include "test_scale.h"
+#include "wait_for_condition.h"
 
 namespace cluster_test {
 
@@ -118,6 +122,56 @@ std::optional<tern::rpc::EndpointStatus> ClusterTest::endpoint_status(
     if (status.name == name) return std::move(status);
   }
   return std::nullopt;
+}
+
+int ClusterTest::callers() { return std::max(4, tern_test::scaled(16)); }
+
+bool ClusterTest::all_servers_answer(const ProbeLoad& load, tern::Clock::time_point from) {
+  const bool answered = tern_test::wait_until_condition(
+      [&] {
+        return std::all_of(server_hosts_.begin(), server_hosts_.end(),
+                           [&](const Host* host) { return load.served_by(host->name, from) > 0; });
+      },
+      tern::deadline_after(kPatience));
+  EXPECT_TRUE(answered) << "not every server answered: " << load.summary();
+  return answered;
+}
+
+bool ClusterTest::others_keep_answering(const ProbeLoad& load, const std::string& down,
+                                        tern::Clock::time_point from) {
+  const bool answered = tern_test::wait_until_condition(
+      [&] {
+        return std::all_of(server_hosts_.begin(), server_hosts_.end(), [&](const Host* host) {
+          return host->name == down || load.served_by(host->name, from) >= kCallsAfterFault;
+        });
+      },
+      tern::deadline_after(kPatience));
+  EXPECT_TRUE(answered) << "not every server " << (down.empty() ? "" : "but " + down + " ")
+                        << "kept answering: " << load.summary();
+  return answered;
+}
+
+std::optional<double> ClusterTest::restart_each_server(const ProbeLoad& load) {
+  double slowest_back = 0;
+  for (std::size_t i = 0; i < server_hosts_.size(); ++i) {
+    const std::string& name = server_hosts_[i]->name;
+    const int status = tern::io::offload([&] { return servers_[i]->terminate(10s); });
+    EXPECT_EQ(status, 0) << name << " did not stop gracefully";
+    const bool restarted = tern::io::offload([&] { return start_server(i); });
+    const tern::Clock::time_point listening = tern::Clock::now();
+    const bool back = restarted && tern_test::wait_until_condition(
+                                       [&] { return load.served_by(name, listening) > 0; },
+                                       tern::deadline_after(kPatience));
+    EXPECT_TRUE(back) << name << " never answered after its restart: " << load.summary();
+    if (!back) return std::nullopt;
+    slowest_back = std::max(slowest_back, ms_between(listening, *load.first_ok(listening, name)));
+  }
+  return slowest_back;
+}
+
+void ClusterTest::expect_no_call_lost(const ProbeLoad& load) {
+  EXPECT_EQ(load.failed(), 0u) << "idempotent calls lost: " << load.summary();
+  EXPECT_LE(load.longest(), kCallTimeout + kLateMargin) << load.summary();
 }
 
 void ClusterTest::report_figure(const std::string& name, const std::string& value) {

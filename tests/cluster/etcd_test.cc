@@ -16,7 +16,6 @@
 #include "tern/fiber/fiber.h"
 #include "tern/io/offload.h"
 #include "tern/rpc/channel.h"
-#include "test_scale.h"
 #include "wait_for_condition.h"
 
 namespace cluster_test {
@@ -25,13 +24,6 @@ namespace {
 using namespace std::chrono_literals;
 using tern::Clock;
 using tern::deadline_after;
-
-constexpr std::chrono::milliseconds kCallTimeout = 2s;
-constexpr std::chrono::milliseconds kLateMargin = 1s;
-constexpr std::chrono::seconds kPatience = 20s;
-constexpr std::size_t kCallsAfterFault = 200;
-
-int callers() { return std::max(4, tern_test::scaled(16)); }
 
 class EtcdTest : public ClusterTest {
  protected:
@@ -81,24 +73,6 @@ class EtcdTest : public ClusterTest {
     return followed;
   }
 
-  // Waits until every server host answered kCallsAfterFault calls started after `from`.
-  bool all_keep_answering(const ProbeLoad& load, Clock::time_point from) {
-    const bool answered = tern_test::wait_until_condition(
-        [&] {
-          return std::all_of(server_hosts_.begin(), server_hosts_.end(), [&](const Host* host) {
-            return load.served_by(host->name, from) >= kCallsAfterFault;
-          });
-        },
-        deadline_after(kPatience));
-    EXPECT_TRUE(answered) << "not every server kept answering: " << load.summary();
-    return answered;
-  }
-
-  void expect_no_call_lost(const ProbeLoad& load) {
-    EXPECT_EQ(load.failed(), 0u) << "idempotent calls lost: " << load.summary();
-    EXPECT_LE(load.longest(), kCallTimeout + kLateMargin) << load.summary();
-  }
-
   std::unique_ptr<EtcdCluster> etcd_;
 };
 
@@ -126,7 +100,7 @@ TEST_F(EtcdTest, ClientKeepsItsEndpointsWithoutQuorumAndRegistrationResumes) {
     EXPECT_FALSE(tern::io::offload([&] { return etcd_->put(client(), "/probe", "x", 1s); }))
         << "etcd still has a quorum with one member of three";
     // The channel keeps every endpoint it knew, and they all keep answering.
-    const bool kept = all_keep_answering(load, lost);
+    const bool kept = others_keep_answering(load, "", lost);
     EXPECT_EQ(channel->endpoints().size(), 3u);
 
     // A server started while etcd has no quorum cannot register yet.
@@ -171,29 +145,17 @@ TEST_F(EtcdTest, RollingRestartBehindEtcdLosesNoCall) {
     load.start();
     if (!all_servers_followed(*channel, load, Clock::now())) return;
 
-    double slowest_back = 0;
-    for (std::size_t i = 0; i < server_hosts_.size(); ++i) {
-      const std::string& name = server_hosts_[i]->name;
-      const int status = tern::io::offload([&] { return servers_[i]->terminate(10s); });
-      EXPECT_EQ(status, 0) << name << " did not stop gracefully";
-      const bool restarted = tern::io::offload([&] { return start_server(i); });
-      const Clock::time_point listening = Clock::now();
-      const bool back = restarted && tern_test::wait_until_condition(
-                                         [&] { return load.served_by(name, listening) > 0; },
-                                         deadline_after(kPatience));
-      EXPECT_TRUE(back) << name << " never answered after its restart: " << load.summary();
-      if (!back) break;
-      slowest_back = std::max(slowest_back, ms_between(listening, *load.first_ok(listening, name)));
-    }
+    const std::optional<double> slowest_back = restart_each_server(load);
     load.stop();
     channel->close();
+    if (!slowest_back) return;
     expect_no_call_lost(load);
     report_figure("rolling restart behind etcd: idempotent calls lost",
                   fmt::format("{} of {}", load.failed(), load.calls().size()));
     report_figure(
         "rolling restart behind etcd: longest time from listening to answering (registration "
         "and watch included)",
-        fmt::format("{:.1f} ms", slowest_back));
+        fmt::format("{:.1f} ms", *slowest_back));
   });
 }
 

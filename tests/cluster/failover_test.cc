@@ -17,7 +17,6 @@
 #include "tern/fiber/fiber.h"
 #include "tern/io/offload.h"
 #include "tern/rpc/channel.h"
-#include "test_scale.h"
 #include "wait_for_condition.h"
 
 namespace cluster_test {
@@ -27,16 +26,6 @@ using namespace std::chrono_literals;
 using tern::Clock;
 using tern::deadline_after;
 
-constexpr std::chrono::milliseconds kCallTimeout = 2s;
-// How late past its deadline a call may return: a correctness bound, not a speed test.
-constexpr std::chrono::milliseconds kLateMargin = 1s;
-// How long a scenario waits for a state it expects (a server answering again, ...).
-constexpr std::chrono::seconds kPatience = 15s;
-// Calls each surviving server must answer after a fault before the load stops.
-constexpr std::size_t kCallsAfterFault = 200;
-
-int callers() { return std::max(4, tern_test::scaled(16)); }
-
 class FailoverTest : public ClusterTest {
  protected:
   // Opens the channel to s1..s3, starts the load and waits until every server has answered.
@@ -45,36 +34,7 @@ class FailoverTest : public ClusterTest {
     const tern::rpc::Status connected = channel.wait_connected(deadline_after(kPatience));
     EXPECT_TRUE(connected.ok()) << connected.to_string();
     load.start();
-    const Clock::time_point from = Clock::now();
-    const bool all_answer = tern_test::wait_until_condition(
-        [&] {
-          return std::all_of(server_hosts_.begin(), server_hosts_.end(), [&](const Host* host) {
-            return load.served_by(host->name, from) > 0;
-          });
-        },
-        deadline_after(kPatience));
-    EXPECT_TRUE(all_answer) << "not every server answered: " << load.summary();
-    return connected.ok() && all_answer;
-  }
-
-  // Waits until each server but `down` answered kCallsAfterFault calls started after `from`.
-  bool others_keep_answering(const ProbeLoad& load, const std::string& down,
-                             Clock::time_point from) {
-    const bool answered = tern_test::wait_until_condition(
-        [&] {
-          return std::all_of(server_hosts_.begin(), server_hosts_.end(), [&](const Host* host) {
-            return host->name == down || load.served_by(host->name, from) >= kCallsAfterFault;
-          });
-        },
-        deadline_after(kPatience));
-    EXPECT_TRUE(answered) << "the other servers stopped answering: " << load.summary();
-    return answered;
-  }
-
-  // Every call returned by its deadline (plus a margin) and none failed.
-  void expect_no_call_lost(const ProbeLoad& load) {
-    EXPECT_EQ(load.failed(), 0u) << "idempotent calls lost: " << load.summary();
-    EXPECT_LE(load.longest(), kCallTimeout + kLateMargin) << load.summary();
+    return connected.ok() && all_servers_answer(load, Clock::now());
   }
 };
 
@@ -219,26 +179,14 @@ TEST_F(FailoverTest, RollingRestartLosesNoIdempotentCall) {
     ProbeLoad load(*channel, callers(), kCallTimeout);
     if (!start_load(*channel, load)) return;
 
-    double slowest_back = 0;
-    for (std::size_t i = 0; i < server_hosts_.size(); ++i) {
-      const std::string& name = server_hosts_[i]->name;
-      const int status = tern::io::offload([&] { return servers_[i]->terminate(10s); });
-      EXPECT_EQ(status, 0) << name << " did not stop gracefully";
-      const bool restarted = tern::io::offload([&] { return start_server(i); });
-      const Clock::time_point listening = Clock::now();
-      const bool back = restarted && tern_test::wait_until_condition(
-                                         [&] { return load.served_by(name, listening) > 0; },
-                                         deadline_after(kPatience));
-      EXPECT_TRUE(back) << name << " never answered after its restart: " << load.summary();
-      if (!back) break;
-      slowest_back = std::max(slowest_back, ms_between(listening, *load.first_ok(listening, name)));
-    }
+    const std::optional<double> slowest_back = restart_each_server(load);
     load.stop();
     channel->close();
+    if (!slowest_back) return;
     report_figure("rolling restart: idempotent calls failed",
                   fmt::format("{} of {}", load.failed(), load.calls().size()));
     report_figure("rolling restart: longest time from listening to answering",
-                  fmt::format("{:.1f} ms", slowest_back));
+                  fmt::format("{:.1f} ms", *slowest_back));
     expect_no_call_lost(load);
   });
 }

@@ -59,6 +59,7 @@ class NamedService final : public tern::naming_test::NamingTestBase {
     return {};
   }
   Status Sleep(ServerContext& context, const EchoRequest& request, EchoReply& reply) override {
+    ++sleeps;
     ++sleeping;
     const tern::Deadline until =
         tern::deadline_after(std::chrono::milliseconds(request.delay_ms()));
@@ -70,7 +71,8 @@ class NamedService final : public tern::naming_test::NamingTestBase {
     return {};
   }
   int echoes = 0;
-  int sleeping = 0;
+  int sleeps = 0;    // Sleep calls started
+  int sleeping = 0;  // Sleep calls running now
 
  private:
   std::string name_;
@@ -157,35 +159,50 @@ class Load {
   std::string last_failure_;
 };
 
-// Slow calls started over `channel` until one runs on `service`; wait() says whether they all
-// succeeded.
+// Slow calls started over `channel` one at a time until one runs on `target`: each is waited
+// for until it reached one of `services` (a condition with a deadline, not a sleep, so a loaded
+// machine only makes it slower). wait() says whether they all succeeded; the destructor waits for
+// them too, so a test that returns early (a failed ASSERT) still joins every fiber.
 class SlowCalls {
  public:
-  SlowCalls(Channel& channel, const NamedService& service) : client_(channel) {
-    for (int i = 0; i < 8 && service.sleeping == 0; ++i) {
-      ++running_;
+  SlowCalls(Channel& channel, const NamedService& target,
+            const std::vector<const NamedService*>& services)
+      : client_(channel) {
+    const auto started = [&] {
+      int sleeps = 0;
+      for (const NamedService* service : services) sleeps += service->sleeps;
+      return sleeps;
+    };
+    const int before = started();
+    const int target_before = target.sleeps;
+    for (int i = 0; i < 16 && target.sleeps == target_before; ++i) {
       fibers_.push_back(tern::spawn([this] {
         ClientContext context;
         context.set_timeout(5s);
         EchoRequest request;
-        request.set_delay_ms(400);
+        request.set_delay_ms(1000);
         EchoReply reply;
         const Status status = client_.Sleep(context, request, reply);
         if (!status.ok()) failure_ = status.to_string();
-        --running_;
       }));
-      (void)tern::this_fiber::sleep_for(5ms);
+      const int launched = i + 1;
+      if (!eventually([&] { return started() - before >= launched; })) {
+        failure_ = "a slow call reached no server";
+        break;
+      }
     }
   }
+  ~SlowCalls() { (void)wait(); }
   std::string wait() {
-    for (tern::Fiber& fiber : fibers_) fiber.join();
+    for (tern::Fiber& fiber : fibers_) {
+      if (fiber.joinable()) fiber.join();
+    }
     return failure_;
   }
 
  private:
   NamingTestClient client_;
   std::vector<tern::Fiber> fibers_;
-  int running_ = 0;
   std::string failure_;
 };
 
@@ -232,11 +249,11 @@ TEST(EtcdNaming, ServersJoinAndLeaveWithoutFailedCalls) {
     ASSERT_TRUE(eventually([&] { return c.service.echoes > 0; }));
 
     // Calls in flight on `a` when it stops finish; afterwards `a` is out of the set.
-    SlowCalls slow(channel, a.service);
+    SlowCalls slow(channel, a.service, {&a.service, &b.service, &c.service});
     ASSERT_GT(a.service.sleeping, 0);
     a.stop();
     EXPECT_EQ(slow.wait(), "");
-    EXPECT_FALSE(has(channel.endpoints(), a.address));
+    EXPECT_TRUE(eventually([&] { return !has(channel.endpoints(), a.address); }));
     const int served_by_a = a.service.echoes;
     const int calls_before = load.calls();
     ASSERT_TRUE(eventually([&] { return load.calls() > calls_before + 50; }));
@@ -452,7 +469,7 @@ TEST(DnsNaming, ResolvesAgainAndFollowsTheName) {
     ASSERT_TRUE(eventually([&] { return b.service.echoes > 0; }));
 
     // Slow calls in flight on `a` when the name stops resolving to it still finish.
-    SlowCalls slow(channel, a.service);
+    SlowCalls slow(channel, a.service, {&a.service, &b.service});
     ASSERT_GT(a.service.sleeping, 0);
     answer = {*Address::parse(b.address)};
     ASSERT_TRUE(eventually([&] { return channel.endpoints().size() == 1; }));
