@@ -99,7 +99,7 @@ def process_ticks(pid):
     return sum(int(x) for x in fields[11:15])
 
 
-def wait_until_quiet(max_seconds, idle_fraction=0.9, sample=0.5):
+def wait_until_quiet(max_seconds, idle_fraction=0.9, sample=0.2):
     """Waits (at most max_seconds) until the machine is >= idle_fraction idle over one sample;
     returns a short note on how idle it was."""
     deadline = time.monotonic() + max_seconds

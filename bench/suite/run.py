@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """tern's benchmark suite: every table of the benchmark reports tern reproduces
 (docs/benchmark-methods.md), tern and its peers side by side, in one run on this machine.
-`make bench` runs the quick pass; `make bench FULL=1` the full matrix. Writes
-bench/results/<UTC stamp>.json (raw: every run and the machine), then bench/REPORT.md and its
-plots (bench/suite/report.py).
+`make bench` runs the quick pass (within 8 minutes on 2 CPUs); `make bench FULL=1` the full
+matrix (within 45). Writes bench/results/<UTC stamp>.json (raw: every run and the machine), then
+the report and its plots (bench/suite/report.py): bench/REPORT.md for the quick pass,
+bench/full/REPORT.md for the full one. Each table has a time budget (tables.TABLES); the run
+prints each table's time beside it. Older results of the same pass are pruned from
+bench/results (git history keeps them).
 
 Servers listen on 127.0.0.1 port 0 and are stopped after each cell; every cell is bounded in
-time. Before each cell the suite waits (at most --quiet-wait seconds) for the machine to be
-90% idle, and it records how much CPU other processes took while the cell ran."""
+time. Before each round of a comparison the suite waits (at most --quiet-wait seconds, and at
+most --quiet-budget seconds over the whole pass) for the machine to be 90% idle; the cells of a
+round follow each other without a gap, and every cell records how much CPU other processes took
+while it ran."""
 
 import argparse
 import atexit
 import datetime
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -46,18 +52,28 @@ def parse_args():
     parser.add_argument("--build", default=os.path.join(REPO, "build", "release"),
                         help="release build directory with TERN_BUILD_BENCH=ON (default: %(default)s)")
     parser.add_argument("--full", action="store_true",
-                        help="the whole matrix (about 90 minutes in three rounds; the quick "
-                        "pass takes about 17)")
+                        help="the whole matrix (at most 45 minutes in three rounds; the quick "
+                        "pass at most 8)")
     parser.add_argument("--only", default="",
-                        help="comma-separated tables: switch,000,001,002,003,004,hook,tls")
+                        help="comma-separated tables (by the start of their name): "
+                        + ",".join(tables.TABLES))
     parser.add_argument("--seconds", type=float, default=None,
-                        help="seconds per throughput cell (default: 3 quick, 5 full)")
-    parser.add_argument("--quiet-wait", type=float, default=10.0,
-                        help="wait at most this long before each cell for an idle machine")
+                        help="seconds per time-bound cell (default: 2 quick, 3 full; the rates "
+                        "are steady by then, docs/benchmarks.md)")
+    parser.add_argument("--quiet-wait", type=float, default=2.0,
+                        help="wait at most this long before each round of a comparison for an "
+                        "idle machine (default: %(default)s)")
+    parser.add_argument("--quiet-budget", type=float, default=None,
+                        help="stop waiting for an idle machine once the pass has waited this "
+                        "long in all (default: 30 quick, 120 full)")
     parser.add_argument("--results", default=os.path.join(REPO, "bench", "results"),
                         help="directory for the raw JSON results (default: %(default)s)")
-    parser.add_argument("--report", default=os.path.join(REPO, "bench", "REPORT.md"),
-                        help="the markdown report to write (default: %(default)s)")
+    parser.add_argument("--report", default=None,
+                        help="the markdown report to write (default: bench/REPORT.md, "
+                        "bench/full/REPORT.md with --full)")
+    parser.add_argument("--keep-results", action="store_true",
+                        help="keep older results files of this pass in --results (by default "
+                        "only the latest quick and the latest full pass stay)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="runs of every comparison (one load, each server once) in 000, 001, 003 "
                              "and 004, in a rotated server order; the report takes each server's "
@@ -111,6 +127,22 @@ class Suite:
         self.switch_peers = os.path.join(self.build, "bench", "switch_peers")
         self.failures = []
         self.tls = None
+        self.quiet_waited = 0.0
+
+    def wait_for_quiet(self, cell):
+        """Before the first cell of a round of a comparison, or a cell outside any: waits for an
+        idle machine, at most --quiet-wait and what is left of --quiet-budget. The other cells of
+        a round follow at once, so the servers of a round share its conditions. Returns the note
+        the cell records ("idle 95%", ...)."""
+        if not cell.get("round_start", True):
+            return "in a round, right after the cell before"
+        wait = min(self.args.quiet_wait, self.args.quiet_budget - self.quiet_waited)
+        if wait <= 0:
+            return "not checked (the pass spent its --quiet-budget)"
+        started = time.monotonic()
+        note = machine.wait_until_quiet(wait)
+        self.quiet_waited += time.monotonic() - started
+        return note
 
     def tls_files(self):
         """(certificate, key): a self-signed ECDSA P-256 certificate for 127.0.0.1, made once
@@ -132,7 +164,7 @@ class Suite:
 
     def run_cell(self, cell):
         """Runs one cell; returns the list of run records it produced."""
-        quiet = machine.wait_until_quiet(self.args.quiet_wait)
+        quiet = self.wait_for_quiet(cell)
         server_name = cell.get("server")
         server_threads = cell.get("server_threads", 0)
         client_threads = cell.get("client_threads", 1)
@@ -217,7 +249,7 @@ class Suite:
 
     def run_hook_cell(self, cell):
         """Runs a hooks-table cell that is not a tern-bench run (hooks.py); returns its runs."""
-        quiet = machine.wait_until_quiet(self.args.quiet_wait)
+        quiet = self.wait_for_quiet(cell)
         busy0, _ = machine.busy_and_total_ticks()
         children0 = children_ticks()
         started = time.monotonic()
@@ -252,6 +284,13 @@ class Suite:
         info["stamp"] = stamp
         info["pass"] = "full" if self.args.full else "quick"
         info["rounds"] = self.args.rounds
+        info["only"] = self.args.only
+        info["seconds_per_cell"] = self.args.seconds
+        budgets = {name: tables.budget_seconds(name, self.args.full)
+                   for name in dict.fromkeys(c["suite_table"] for c in cells)}
+        info["table_budget_s"] = budgets
+        info["table_s"] = {}
+        pass_started = time.monotonic()
         result = {"machine": info, "peers": self.catalog.versions,
                   "skipped": self.catalog.skipped, "runs": []}
         for kind in sorted({c["kind"] for c in cells if c.get("kind")}):
@@ -269,14 +308,78 @@ class Suite:
                 continue
             started = time.monotonic()
             runs = self.run_hook_cell(cell) if cell.get("kind") else self.run_cell(cell)
+            seconds = time.monotonic() - started
+            for run in runs:
+                run["suite"]["suite_table"] = cell["suite_table"]
+                run["suite"]["cell_s"] = round(seconds, 2)
+            table_s = info["table_s"]
+            table_s[cell["suite_table"]] = round(table_s.get(cell["suite_table"], 0) + seconds, 1)
+            info["pass_s"] = round(time.monotonic() - pass_started, 1)
             result["runs"].extend(runs)
             with open(path, "w") as f:
                 json.dump(result, f, indent=1)
             print(f"[{index}/{len(cells)}] {describe_cell(cell)}: "
                   f"{'; '.join(summarize(r) for r in runs)} "
-                  f"({time.monotonic() - started:.0f} s, {runs[0]['suite']['before']})",
+                  f"({seconds:.1f} s, {runs[0]['suite']['before']})",
                   flush=True)
+        info["loadavg_after"] = machine.read_sysctl("loadavg", root="/proc")
+        info["quiet_waited_s"] = round(self.quiet_waited, 1)
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+        print(f"suite: {info['pass']} pass took {info.get('pass_s', 0):.0f} s "
+              f"({self.quiet_waited:.0f} s of it waiting for an idle machine); load average "
+              f"before {info['loadavg_before']}, after {info['loadavg_after']}", flush=True)
+        for line in budget_lines(info["table_s"], budgets):
+            print(f"suite: {line}", flush=True)
         return path
+
+
+def budget_lines(table_seconds, budgets):
+    """One line per table: its wall time in this pass beside its budget (tables.TABLES)."""
+    lines = []
+    for name, budget in budgets.items():
+        spent = table_seconds.get(name)
+        if spent is None:
+            continue
+        over = f", {spent - budget:.0f} s OVER" if round(spent) > budget else ""
+        lines.append(f"table {name}: {spent:.0f} s of its {budget} s budget{over}")
+    return lines
+
+
+# A results file of this suite: bench/results/<UTC stamp>.json.
+RESULTS_NAME = re.compile(r"^\d{8}T\d{6}Z\.json$")
+
+
+def results_to_prune(directory, latest):
+    """The results files in `directory` that the latest pass `latest` (a results file just
+    written) makes obsolete: every other whole pass of the same kind (quick or full), and every
+    run of some tables (--only) older than the newest whole quick pass. Kept: the newest whole
+    quick pass, the newest whole full pass, and the runs of some tables made since the newest
+    whole quick pass (their sections are merged into bench/REPORT.md). Files of other tools and
+    files that are not results of this suite are never touched."""
+    passes = []
+    for name in sorted(os.listdir(directory)):
+        if not RESULTS_NAME.match(name):
+            continue
+        try:
+            with open(os.path.join(directory, name)) as f:
+                info = json.load(f).get("machine", {})
+        except (OSError, ValueError):
+            continue
+        kind = "part" if info.get("only") else info.get("pass", "quick")
+        passes.append((name, kind))
+    newest = {}
+    for name, kind in passes:
+        newest[kind] = name  # sorted by stamp
+    prune = []
+    for name, kind in passes:
+        if os.path.join(directory, name) == os.path.abspath(latest):
+            continue
+        if kind in ("quick", "full") and name != newest[kind]:
+            prune.append(name)
+        elif kind == "part" and name < newest.get("quick", ""):
+            prune.append(name)
+    return [os.path.join(directory, name) for name in prune]
 
 
 def summarize(run):
@@ -293,7 +396,11 @@ def summarize(run):
 
 def main():
     args = parse_args()
-    seconds = args.seconds or (5.0 if args.full else 3.0)
+    args.seconds = seconds = args.seconds or (3.0 if args.full else 2.0)
+    if args.quiet_budget is None:
+        args.quiet_budget = 120.0 if args.full else 30.0
+    if args.report is None:
+        args.report = os.path.join(REPO, "bench", *(["full"] if args.full else []), "REPORT.md")
     only = [o.strip() for o in args.only.split(",") if o.strip()]
     if args.rounds < 1:
         print(f"suite: --rounds {args.rounds}: expected 1 or more", file=sys.stderr)
@@ -302,6 +409,11 @@ def main():
     if args.list:
         for cell in cells:
             print(describe_cell(cell))
+        estimates = tables.estimated_seconds(cells)
+        for name, estimate in estimates.items():
+            print(f"table {name}: about {estimate:.0f} s of its "
+                  f"{tables.budget_seconds(name, args.full)} s budget")
+        print(f"{'full' if args.full else 'quick'} pass: about {sum(estimates.values()):.0f} s")
         return 0
     # Headline columns run tern at its defaults: a TERN_IDLE_POLL inherited from the caller would
     # make every tern process poll.
@@ -320,6 +432,12 @@ def main():
             print(f"suite: {program} is missing: build with -DTERN_BUILD_BENCH=ON", file=sys.stderr)
             return 1
     path = suite.run(cells)
+    if not args.keep_results:
+        for old in results_to_prune(args.results, path):
+            os.remove(old)
+            print(f"suite: pruned {os.path.relpath(old, REPO)} (git history keeps it)",
+                  flush=True)
+    os.makedirs(os.path.dirname(os.path.abspath(args.report)), exist_ok=True)
     # A run of some tables (--only) replaces their sections of the report and keeps the others.
     report = [sys.executable, os.path.join(REPO, "bench", "suite", "report.py"), path,
               "--output", args.report] + (["--merge"] if only else [])

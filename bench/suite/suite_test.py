@@ -75,13 +75,113 @@ class InRoundsTest(unittest.TestCase):
                          ["tern", "rpcx", "erpc"])
 
     def test_every_quick_pass_comparison_has_one_cell_per_server(self):
-        for cells in (tables.pingpong_cells(3, False), tables.rpc_cells(100),
+        for cells in (tables.pingpong_cells(3, False), tables.rpc_cells(100, False),
                       tables.sessions_cells(100, False), tables.traffic_cells(3, False)):
             groups = {}
             for cell in cells:
-                groups.setdefault(cell["group"], []).append(cell["server"])
+                if cell.get("group"):
+                    groups.setdefault(cell["group"], []).append(cell["server"])
             for servers in groups.values():
                 self.assertEqual(len(servers), len(set(servers)))
+
+
+class BudgetTest(unittest.TestCase):
+    """The quick pass fits 8 minutes and the full one 45 (three rounds, 2-CPU machine): every
+    table has a budget, the budgets add up to no more than the pass, and each table's estimated
+    time fits its budget."""
+
+    def test_the_budgets_add_up_to_no_more_than_the_pass(self):
+        for full, kind in ((False, "quick"), (True, "full")):
+            total = sum(tables.budget_seconds(name, full) for name in tables.TABLES)
+            self.assertLessEqual(total, tables.PASS_BUDGET_S[kind])
+        self.assertEqual(tables.PASS_BUDGET_S, {"quick": 8 * 60, "full": 45 * 60})
+
+    def test_every_table_fits_its_budget_in_three_rounds(self):
+        for full, seconds in ((False, 2.0), (True, 3.0)):
+            cells = tables.in_rounds(tables.all_cells(full, seconds), 3)
+            estimates = tables.estimated_seconds(cells)
+            for name, estimate in estimates.items():
+                self.assertLessEqual(estimate, tables.budget_seconds(name, full), (name, full))
+            self.assertLessEqual(sum(estimates.values()),
+                                 tables.PASS_BUDGET_S["full" if full else "quick"])
+
+    def test_every_table_keeps_its_headline_cells_in_the_quick_pass(self):
+        cells = tables.all_cells(False, 2.0)
+        present = {c["table"] for c in cells}
+        for name in ("switch", "000", "001", "002-ttcp", "002-log", "003", "004", "hook-micro",
+                     "hook-redis", "hook-pingpong", "hook-rpc", "tls-pingpong",
+                     "tls-handshakes"):
+            self.assertIn(name, present)
+        sessions = {c["group"] for c in cells if c["table"] == "004"}
+        self.assertEqual(sessions, {f"004 {n} in flight" for n in (100, 1000, 10000)})
+        self.assertEqual({c["args"][0] for c in cells if c["table"] == "000"}, {"-A", "-S"})
+
+    def test_only_picks_tables_by_the_start_of_their_name(self):
+        cells = tables.all_cells(False, 2.0, ["002", "tls"])
+        self.assertEqual({c["suite_table"] for c in cells}, {"002-ttcp", "002-log", "tls"})
+
+    def test_a_cell_without_a_duration_or_an_estimate_is_refused(self):
+        self.assertEqual(tables.estimate_seconds({"args": ["--duration", "2.0"]}),
+                         2.0 + tables.CELL_OVERHEAD_S)
+        with self.assertRaises(ValueError):
+            tables.estimate_seconds({"table": "x", "args": ["--total", "5"]})
+
+    def test_each_table_prints_its_time_beside_its_budget(self):
+        self.assertEqual(run.budget_lines({"000": 95.4, "003": 90.0}, {"000": 100, "003": 80,
+                                                                     "004": 55}),
+                         ["table 000: 95 s of its 100 s budget",
+                          "table 003: 90 s of its 80 s budget, 10 s OVER"])
+
+
+class QuietWaitTest(unittest.TestCase):
+    class Args:
+        quiet_wait = 0.3
+        quiet_budget = 0.5
+
+    def test_only_the_first_cell_of_a_round_waits_and_the_pass_budget_bounds_the_waits(self):
+        suite = run.Suite.__new__(run.Suite)
+        suite.args, suite.quiet_waited = self.Args(), 0.0
+        waits, clock = [], [0.0]
+
+        def busy_machine(seconds):  # a machine never idle: every wait runs to its limit
+            waits.append(seconds)
+            clock[0] += seconds
+            return "only 50% idle"
+        originals = run.machine.wait_until_quiet, run.time.monotonic
+        run.machine.wait_until_quiet, run.time.monotonic = busy_machine, lambda: clock[0]
+        try:
+            cells = tables.in_rounds([{"group": "g", "server": s} for s in ("a", "b", "c")], 3)
+            notes = [suite.wait_for_quiet(cell) for cell in cells]
+        finally:
+            run.machine.wait_until_quiet, run.time.monotonic = originals
+        self.assertEqual([c["round_start"] for c in cells],
+                         [True, False, False] * 3)
+        self.assertEqual(notes[1], "in a round, right after the cell before")
+        self.assertEqual(notes[6], "not checked (the pass spent its --quiet-budget)")
+        self.assertEqual(waits, [0.3, 0.2])
+
+
+class PruneTest(unittest.TestCase):
+    def write(self, folder, stamp, kind="quick", only=""):
+        with open(os.path.join(folder, f"{stamp}.json"), "w") as f:
+            json.dump({"machine": {"stamp": stamp, "pass": kind, "only": only}, "runs": []}, f)
+        return os.path.join(folder, f"{stamp}.json")
+
+    def test_only_the_latest_quick_and_full_passes_and_later_parts_stay(self):
+        with tempfile.TemporaryDirectory() as folder:
+            old_quick = self.write(folder, "20260101T000000Z")
+            old_part = self.write(folder, "20260101T010000Z", only="tls")
+            full = self.write(folder, "20260101T020000Z", "full")
+            quick = self.write(folder, "20260102T000000Z")
+            part = self.write(folder, "20260102T010000Z", only="003")
+            other = os.path.join(folder, "micro-20260101T000000Z-summary.md")
+            open(other, "w").close()
+            self.assertEqual(sorted(run.results_to_prune(folder, quick)),
+                             sorted([old_quick, old_part]))
+            newer_full = self.write(folder, "20260103T000000Z", "full")
+            self.assertEqual(sorted(run.results_to_prune(folder, newer_full)),
+                             sorted([old_quick, old_part, full]))
+            self.assertNotIn(part, run.results_to_prune(folder, newer_full))
 
 
 class IdlePollTest(unittest.TestCase):
@@ -91,7 +191,7 @@ class IdlePollTest(unittest.TestCase):
         self.assertEqual(run.idle_poll_args("tern-idle-poll"), ["--idle-poll", "200us"])
 
     def test_the_variant_runs_beside_tern_in_one_session_pingpong_and_the_smallest_rpc(self):
-        for cells in (tables.pingpong_cells(3, False), tables.rpc_cells(100)):
+        for cells in (tables.pingpong_cells(3, False), tables.rpc_cells(100, False)):
             variant = [c for c in cells if c["server"] in tables.IDLE_POLL_VARIANTS]
             self.assertTrue(variant)
             groups = {c["group"] for c in variant}
@@ -152,14 +252,16 @@ class HooksTest(unittest.TestCase):
         self.assertIsNone(hooks.parse_hook_bench_json(json.dumps(results)))
 
     def test_the_hooks_table_has_its_parts_and_no_idle_polling(self):
-        cells = tables.hook_cells(3, False)
-        self.assertEqual({c["table"] for c in cells},
-                         {"hook-micro", "hook-redis", "hook-pingpong", "hook-rpc"})
-        redis = [(c["clients"], c["client"]) for c in cells if c["table"] == "hook-redis"]
-        self.assertEqual(sorted(redis), sorted(
-            (n, client) for n in (50, 500) for client in ("redis-benchmark", "fibers", "threads")))
-        for cell in cells:
-            self.assertEqual(run.idle_poll_args(cell["server"]), [])
+        for full, counts in ((False, (500,)), (True, (50, 500))):
+            cells = tables.hook_cells(3, full)
+            self.assertEqual({c["table"] for c in cells},
+                             {"hook-micro", "hook-redis", "hook-pingpong", "hook-rpc"})
+            redis = [(c["clients"], c["client"]) for c in cells if c["table"] == "hook-redis"]
+            self.assertEqual(sorted(redis), sorted(
+                (n, client) for n in counts
+                for client in ("redis-benchmark", "fibers", "threads")))
+            for cell in cells:
+                self.assertEqual(run.idle_poll_args(cell["server"]), [])
 
     def test_redis_rows_show_the_fibers_ratios_of_medians_and_of_each_round(self):
         runs = [redis_run("redis-benchmark", 1000, 1), redis_run("fibers", 950, 1),
@@ -275,12 +377,14 @@ class MergeTest(unittest.TestCase):
         self.assertLess(text.index("## TLS: x"), text.index("## Hooks: y"))
 
     def test_the_tls_table_runs_tern_at_defaults_against_asio_and_go(self):
-        cells = tables.tls_cells(2.0, False)
-        self.assertTrue(all(c["tls"] and "--tls" in c["args"] for c in cells))
-        self.assertEqual({c["server"] for c in cells}, {"tern", "tern-uring", "asio", "go"})
-        self.assertFalse(any(run.idle_poll_args(c["server"]) for c in cells))
-        resumed = [c for c in cells if "--tls-resume" in c["args"]]
-        self.assertEqual(len(resumed), len(tables.TLS_HANDSHAKE_SERVERS))
+        for full, servers in ((False, {"tern", "asio", "go"}),
+                              (True, {"tern", "tern-uring", "asio", "go"})):
+            cells = tables.tls_cells(2.0, full)
+            self.assertTrue(all(c["tls"] and "--tls" in c["args"] for c in cells))
+            self.assertEqual({c["server"] for c in cells}, servers)
+            self.assertFalse(any(run.idle_poll_args(c["server"]) for c in cells))
+            resumed = [c for c in cells if "--tls-resume" in c["args"]]
+            self.assertEqual(len(resumed), len(tables.TLS_HANDSHAKE_SERVERS))
 
 
 if __name__ == "__main__":

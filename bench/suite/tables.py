@@ -46,12 +46,14 @@ IDLE_POLL_VARIANTS = {"tern-idle-poll": "200us"}
 
 
 def switch_cells(switches):
+    # ucontext's switch is a system call (~270 ns): a tenth of the switches gives it as steady
+    # a figure in a tenth of the time.
     cells = [{"table": "switch", "server": None, "args": ["--switches", str(switches)],
-              "mode": "switch"}]
-    for impl in ("boost", "ucontext"):
+              "mode": "switch", "estimate_s": 0.2 + switches * 30e-9}]
+    for impl, count, ns in (("boost", switches, 6e-9), ("ucontext", switches // 10, 270e-9)):
         cells.append({"table": "switch", "server": None, "program": "switch_peers",
-                      "args": ["--impl", impl, "--switches", str(switches), "--json"],
-                      "mode": "switch"})
+                      "args": ["--impl", impl, "--switches", str(count), "--json"],
+                      "mode": "switch", "estimate_s": 0.2 + count * ns})
     return cells
 
 
@@ -70,9 +72,10 @@ def traffic_cells(seconds, full):
                 "buf": 16384, "client_threads": workers,
                 "args": [flag, "-t", str(threads), "-s", str(size), "-c", "1",
                          "--workers", str(workers), "--duration", str(seconds)]})
-    # Report 000's "server discards the message" case: tern only (the peers echo everything).
+    # Report 000's "server discards the message" case: tern only (the peers echo everything), so
+    # no comparison to repeat in rounds.
     cells.append({
-        "table": "000", "group": "000 -A t=10 1024 B discard",
+        "table": "000",
         "mode": "traffic", "server": "tern", "server_threads": 1,
         "server_mode": "frame16", "buf": 16384, "client_threads": 1,
         "args": ["-A", "-t", "10", "-s", "1024", "-c", "2", "--workers", "1",
@@ -81,6 +84,8 @@ def traffic_cells(seconds, full):
 
 
 def ttcp_cells(count, repeat):
+    # One stop-and-wait round trip takes 15 to 25 µs on loopback.
+    estimate = 0.3 + count * repeat * 20e-6
     common = ["--count", str(count), "--size", "1000", "--repeat", str(repeat)]
     cells = [
         {"table": "002-ttcp", "mode": "ttcp", "server": "mtserver", "server_threads": 1,
@@ -102,31 +107,36 @@ def ttcp_cells(count, repeat):
                       "label": f"in one process: fibers, one worker ({io})",
                       "args": ["--in-process", "--io", io, "--workers", "1", "--placement",
                                "same"] + common})
-    return cells
+    return [dict(c, estimate_s=estimate) for c in cells]
 
 
 def log_cells(calls):
-    return [{"table": "002-log", "mode": "log", "server": None,
+    # tern's logger and spdlog each take 0.2 to 0.5 s per million calls.
+    return [{"table": "002-log", "mode": "log", "server": None, "estimate_s": 0.3 + calls * 1e-6,
              "args": ["--threads", str(threads), "--calls", str(calls)]}
             for threads in (1, 4)]
 
 
+# Report 003's comparisons (block bytes, threads, sessions). The quick pass keeps the cells that
+# carry the report's point: one session on one thread (latency-bound; the idle-poll variant runs
+# beside it), and 10 sessions on two threads (throughput with both CPUs busy).
+PINGPONG_QUICK = [(16384, 1, 1), (16384, 2, 10)]
+PINGPONG_FULL = [(block, threads, sessions) for block in (16384, 65536) for threads in (1, 2)
+                 for sessions in (1, 10, 100)]
+
+
 def pingpong_cells(seconds, full):
-    blocks = [16384, 32768, 65536] if full else [16384]
-    threads_list = [1, 2, 4] if full else [1, 2]
     cells = []
-    for block in blocks:
-        for threads in threads_list:
-            for sessions in (1, 10, 100):
-                variants = list(IDLE_POLL_VARIANTS) if sessions == 1 else []
-                for server in PINGPONG_SERVERS + variants:
-                    cells.append({
-                        "table": "003", "group": f"003 {block} B {threads} t {sessions} s",
-                        "mode": "pingpong", "server": server,
-                        "server_threads": threads, "server_mode": "echo", "buf": block,
-                        "client_threads": threads,
-                        "args": ["--threads", str(threads), "--block", str(block),
-                                 "--sessions", str(sessions), "--duration", str(seconds)]})
+    for block, threads, sessions in PINGPONG_FULL if full else PINGPONG_QUICK:
+        variants = list(IDLE_POLL_VARIANTS) if sessions == 1 else []
+        for server in PINGPONG_SERVERS + variants:
+            cells.append({
+                "table": "003", "group": f"003 {block} B {threads} t {sessions} s",
+                "mode": "pingpong", "server": server,
+                "server_threads": threads, "server_mode": "echo", "buf": block,
+                "client_threads": threads,
+                "args": ["--threads", str(threads), "--block", str(block),
+                         "--sessions", str(sessions), "--duration", str(seconds)]})
     return cells
 
 
@@ -139,76 +149,96 @@ def sessions_cells(total, full):
                 "table": "004", "group": f"004 {in_flight} in flight",
                 "mode": "sessions", "server": server, "server_threads": 1,
                 "server_mode": "echo", "buf": 16384, "client_threads": 1,
+                # 25,000 to 60,000 sessions/s here; mtserver's thread per connection is slower.
+                "estimate_s": CELL_OVERHEAD_S + total / 25_000,
                 "args": ["--total", str(total), "--in-flight", str(in_flight), "--messages", "3",
                          "--size", "8", "--workers", "1", "--duration", "120"]})
     return cells
 
 
 def tls_cells(seconds, full):
-    """Pingpong of 16 KiB blocks over TLS at 1, 10 and 100 sessions, then short sessions that
-    each make a full (or, with --tls-resume, a resumed) handshake and one 8-byte echo: one server
-    thread, one client thread, tern at its defaults."""
+    """Pingpong of 16 KiB blocks over TLS (quick: 1 and 100 sessions, tern on epoll; full: 1, 10
+    and 100, tern on both backends), then
+    short sessions that each make a full (or, with --tls-resume, a resumed) handshake and one
+    8-byte echo: one server thread, one client thread, tern at its defaults."""
     cells = []
-    for sessions in (1, 10, 100):
-        for server in TLS_PINGPONG_SERVERS:
+    servers = TLS_PINGPONG_SERVERS if full else [s for s in TLS_PINGPONG_SERVERS
+                                                 if s != "tern-uring"]
+    for sessions in (1, 10, 100) if full else (1, 100):
+        for server in servers:
             cells.append({
                 "table": "tls-pingpong", "group": f"tls pingpong {sessions} s", "tls": True,
                 "mode": "pingpong", "server": server, "server_threads": 1,
                 "server_mode": "echo", "buf": 16384, "client_threads": 1,
                 "args": ["--tls", "--block", "16384", "--sessions", str(sessions),
                          "--duration", str(seconds)]})
-    total = 5000 if full else 1500
+    total = 5000 if full else 1000
     for kind, extra in (("full", []), ("resumed", ["--tls-resume"])):
         for server in TLS_HANDSHAKE_SERVERS:
             cells.append({
                 "table": "tls-handshakes", "group": f"tls {kind} handshakes", "tls": True,
                 "mode": "sessions", "server": server, "server_threads": 1,
                 "server_mode": "echo", "buf": 16384, "client_threads": 1, "label": kind,
+                # 1,500 to 3,000 full handshakes per second with one server thread.
+                "estimate_s": CELL_OVERHEAD_S + total / 1500,
                 "args": ["--tls"] + extra + ["--total", str(total), "--in-flight", "10",
                                              "--messages", "1", "--size", "8", "--workers", "1",
                                              "--duration", "60"]})
     return cells
 
 
-def rpc_cells(total):
+def rpc_cells(total, full):
     """Report 001: -c clients, each with its own connection, make `total` calls in all. Every
     server runs one thread and every client one (tern-bench --workers 1, the peers' clients
     --threads 1), so on a 2-CPU machine each side gets its own CPU. tern-bench uses the I/O
     backend of the tern server it drives: each tern column is tern on one backend end to end
-    (at 5,000 clients an epoll client held the io_uring server back by about a sixth)."""
-    concurrencies = [100, 500, 1000, 2000, 5000]
+    (at 5,000 clients an epoll client held the io_uring server back by about a sixth). The quick
+    pass runs 100, 1,000 and 5,000 clients and leaves out grpc-sync (gRPC's slower API: the best
+    peer is rpcx or erpc at every level)."""
+    concurrencies = [100, 500, 1000, 2000, 5000] if full else [100, 1000, 5000]
+    servers = RPC_SERVERS if full else [s for s in RPC_SERVERS if s != "grpc-sync"]
     cells = []
     for concurrency in concurrencies:
         variants = list(IDLE_POLL_VARIANTS) if concurrency == concurrencies[0] else []
-        for server in RPC_SERVERS + variants:
+        for server in servers + variants:
             tern = server.startswith("tern")
             args = ["-c", str(concurrency), "-n", str(total)]
             if tern:
                 args += ["--workers", "1", "--io", "uring" if server == "tern-uring" else "epoll"]
             else:
                 args += ["--threads", "1"]
+            # tern serves about 100,000 calls/s here, the peers 20,000 to 40,000; connecting
+            # the clients takes about 0.1 ms each.
+            rate = 100_000 if tern else 25_000
             cells.append({
                 "table": "001", "group": f"001 {concurrency} clients",
                 "mode": "rpc", "server": server, "server_threads": 1,
                 "server_mode": "rpc", "client_threads": 1,
+                "estimate_s": CELL_OVERHEAD_S + total / rate + concurrency * 1e-4,
                 "client": "tern-bench" if tern else "peer", "args": args})
     return cells
 
 
 def hook_cells(seconds, full):
-    """The hooks table (tern::hook, docs/hooks.md): the hook micro benchmark; at 50 and 500
-    connections, N SETs and N GETs of 64-byte values against redis-server from redis-benchmark,
-    redis_bench's fibers through tern::hook and its thread per connection; and pingpong and RPC
-    against tern-echo and tern-rpc-server built with and without tern::hook linked."""
-    requests = 200_000 if full else 50_000
+    """The hooks table (tern::hook, docs/hooks.md): the hook micro benchmark; N SETs and N GETs
+    of 64-byte values against redis-server from redis-benchmark, redis_bench's fibers through
+    tern::hook and its thread per connection (quick: 500 connections, where tern's targets are
+    stated; full: 50 and 500); and pingpong and RPC against tern-echo and tern-rpc-server built
+    with and without tern::hook linked."""
+    requests = 200_000 if full else 30_000
+    repetitions = 12 if full else 5
+    min_time = 0.2 if full else 0.1
+    # Google Benchmark runs each of the four benchmarks `repetitions` times for min_time.
     cells = [{"table": "hook-micro", "kind": "micro", "mode": "hook_bench", "server": None,
-              "args": [], "repetitions": 12 if full else 5,
-              "min_time": 0.2 if full else 0.1}]
-    for clients in (50, 500):
+              "args": [], "repetitions": repetitions, "min_time": min_time,
+              "estimate_s": 0.5 + 4 * repetitions * min_time * 1.5}]
+    for clients in (50, 500) if full else (500,):
         for client in ("redis-benchmark", "fibers", "threads"):
             cells.append({"table": "hook-redis", "kind": "redis", "mode": "redis",
                           "group": f"hook redis {clients} clients", "server": None,
                           "client": client, "clients": clients, "requests": requests,
+                          # 30,000 to 60,000 requests/s, and a fresh redis-server each time.
+                          "estimate_s": 0.5 + requests / 30_000,
                           "args": ["-c", str(clients), "-n", str(requests), client]})
     backends = [("tern", "epoll"), ("tern-uring", "uring")] if full else [("tern", "epoll")]
     for plain, io in backends:
@@ -223,37 +253,90 @@ def hook_cells(seconds, full):
             cells.append({
                 "table": "hook-rpc", "group": f"hook rpc {io}", "mode": "rpc", "server": server,
                 "server_threads": 1, "server_mode": "rpc", "client_threads": 1,
+                "estimate_s": CELL_OVERHEAD_S + requests * 2 / 100_000,
                 "args": ["-c", "100", "-n", str(requests * 2), "--workers", "1", "--io", io]})
     return cells
 
 
-def all_cells(full, seconds, only=None):
-    """Every cell of the pass, in the order they run."""
-    tables = {
-        "switch": switch_cells(10_000_000),
-        "000": traffic_cells(seconds, full),
-        "001": rpc_cells(1_000_000 if full else 100_000),
-        "002-ttcp": ttcp_cells(81920, 3 if full else 1),
-        "002-log": log_cells(1_000_000),
-        "003": pingpong_cells(seconds, full),
-        "004": sessions_cells(50_000 if full else 20_000, full),
-        "hook": hook_cells(seconds, full),
-        "tls": tls_cells(seconds if full else min(seconds, 2.0), full),
-    }
-    cells = []
-    for name, table_cells in tables.items():
+# Seconds a time-bound cell takes beyond its --duration: starting and stopping the server, the
+# client's start and its connections, the machine check before a round (run.py).
+CELL_OVERHEAD_S = 0.4
+
+
+# Every table of the suite: its cells, and the wall time (seconds, three rounds) it may take in
+# the quick pass and in the full pass. The quick pass must stay within PASS_BUDGET_S["quick"]
+# (8 minutes) on a 2-CPU machine, the full pass within 45; suite_test checks that the budgets
+# add up to no more than that and that each table's estimated time (estimate_seconds) fits its
+# budget, and run.py prints each table's measured time beside its budget. A new table adds a row
+# here (a table named in TABLES but not built yet keeps its time reserved); `--only` picks tables
+# by the start of their name. `seconds` is the duration of a time-bound cell (run.py --seconds).
+PASS_BUDGET_S = {"quick": 480, "full": 2700}
+TABLES = {
+    # name: (cells(full, seconds), quick budget s, full budget s)
+    "switch": (lambda full, seconds: switch_cells(10_000_000), 2, 5),
+    "000": (lambda full, seconds: traffic_cells(seconds, full), 105, 440),
+    "001": (lambda full, seconds: rpc_cells(100_000 if full else 30_000, full), 68, 360),
+    "002-ttcp": (lambda full, seconds: ttcp_cells(81920, 3 if full else 1), 12, 36),
+    "002-log": (lambda full, seconds: log_cells(1_000_000), 4, 4),
+    "003": (lambda full, seconds: pingpong_cells(seconds, full), 80, 680),
+    "004": (lambda full, seconds: sessions_cells(50_000 if full else 15_000, full), 55, 230),
+    "hook": (lambda full, seconds: hook_cells(seconds, full), 40, 250),
+    "tls": (lambda full, seconds: tls_cells(seconds, full), 64, 210),
+    # Reserved for tables on their way: RPC over TLS, streaming RPC, failover.
+    "tls-rpc": (lambda full, seconds: [], 20, 180),
+    "stream": (lambda full, seconds: [], 20, 180),
+    "failover": (lambda full, seconds: [], 10, 120),
+}
+
+
+def budget_seconds(name, full):
+    """The wall time table `name` may take in the quick (or full) pass, in seconds."""
+    return TABLES[name][2 if full else 1]
+
+
+def estimate_seconds(cell):
+    """How long one cell takes (one round), in seconds: its --duration plus CELL_OVERHEAD_S for
+    a time-bound cell, else the estimate_s its table gave from measured rates."""
+    if "estimate_s" in cell:
+        return cell["estimate_s"]
+    args = cell.get("args", [])
+    if "--duration" in args:
+        return float(args[args.index("--duration") + 1]) + CELL_OVERHEAD_S
+    raise ValueError(f"cell of table {cell.get('table')} has neither --duration nor estimate_s")
+
+
+def table_cells(full, seconds, only=None):
+    """{table name: its cells in the order they run}, for the tables `only` names (all when
+    empty)."""
+    picked = {}
+    for name, (build, _, _) in TABLES.items():
         if only and not any(name.startswith(o) for o in only):
             continue
-        cells.extend(table_cells)
-    return cells
+        picked[name] = [dict(c, suite_table=name) for c in build(full, seconds)]
+    return picked
+
+
+def all_cells(full, seconds, only=None):
+    """Every cell of the pass, in the order they run; each names its TABLES row in
+    `suite_table`."""
+    return [c for cells in table_cells(full, seconds, only).values() for c in cells]
+
+
+def estimated_seconds(cells):
+    """{table name: estimated wall time} of these cells (all_cells, then in_rounds)."""
+    total = {}
+    for cell in cells:
+        total[cell["suite_table"]] = total.get(cell["suite_table"], 0.0) + estimate_seconds(cell)
+    return total
 
 
 def in_rounds(cells, rounds):
     """The cells in the order they run when every comparison group runs `rounds` times: a
     group's rounds follow one another, and each round starts one server later than the one
     before (round 2 of tern, asio, go runs asio, go, tern), so no server always runs first or
-    right after the same peer. Cells without a group run once. Each cell gets `round` (from 1)
-    and `rounds`."""
+    right after the same peer. Cells without a group run once. Each cell gets `round` (from 1),
+    `rounds`, and `round_start` (whether it opens its round: run.py waits for an idle machine
+    only there)."""
     ordered = []
     index = 0
     while index < len(cells):
@@ -265,7 +348,8 @@ def in_rounds(cells, rounds):
         count = rounds if group else 1
         for round_index in range(count):
             shift = round_index % len(members)
-            for cell in members[shift:] + members[:shift]:
-                ordered.append(dict(cell, round=round_index + 1, rounds=count))
+            for position, cell in enumerate(members[shift:] + members[:shift]):
+                ordered.append(dict(cell, round=round_index + 1, rounds=count,
+                                    round_start=position == 0))
         index = end
     return ordered
