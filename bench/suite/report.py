@@ -11,6 +11,7 @@ the plotting virtualenv's python (bench/suite/venv.sh) when it is there.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 from collections import defaultdict
@@ -41,6 +42,61 @@ def fmt(value, digits=3):
 
 def ratio(a, b):
     return f"{a / b:.2f}×" if a is not None and b not in (None, 0) else "–"
+
+
+def ratio_value(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def spread(ratios):
+    """" (0.98–1.15)": the lowest and the highest of the rounds' ratios, and how many rounds had
+    none (a failed run); "" for a comparison that ran once."""
+    values = [r for r in ratios if r is not None]
+    if len(ratios) < 2:
+        return ""
+    failed = len(ratios) - len(values)
+    note = f"; {failed} of {len(ratios)} rounds failed" if failed else ""
+    if not values:
+        return " (every round failed)"
+    return f" ({min(values):.2f}–{max(values):.2f}{note})"
+
+
+# A target counts as met when the median of the rounds' ratios meets it and no round is below
+# this share of it.
+ROUND_TOLERANCE = 0.95
+SPREAD_NOTE = ("A ratio is the median of the rounds' own ratios (each round measures every "
+               "server once, one after another), followed by the lowest and the highest of them "
+               "in brackets; the servers' columns show each server's median round, so a ratio "
+               "can differ from the quotient of two columns. A target counts as met when the "
+               "median of the rounds' ratios meets it and no round is below 0.95× of it.\n")
+
+
+def verdict(ratios, target):
+    """"≥ 1.1×: met", or "≥ 1.1×: missed (median 1.05, lowest round 0.98)", by the report's
+    rule: met when the median of the rounds' ratios meets the target and no round is below
+    ROUND_TOLERANCE × target; "–" when a round has no ratio (it failed)."""
+    head = f"≥ {target:.1f}×"
+    if not ratios or any(r is None for r in ratios):
+        return f"{head}: –"
+    median, lowest = statistics.median(ratios), min(ratios)
+    if median >= target and lowest >= ROUND_TOLERANCE * target:
+        return f"{head}: met"
+    return f"{head}: missed (median {median:.2f}, lowest round {lowest:.2f})"
+
+
+def best_tern(values):
+    """The better tern backend's figure in {server: figure}."""
+    return tern_and_best_peer(values)[0]
+
+
+def best_peer(values):
+    """The best peer's figure in {server: figure}."""
+    return tern_and_best_peer(values)[1]
+
+
+def figure_of(name):
+    """A picker of server `name`'s figure from {server: figure}."""
+    return lambda values: values.get(name)
 
 
 # The figure by which a comparison table picks each server's median round.
@@ -142,7 +198,8 @@ def mark(run):
 # The throughput figure of each table that a "per server CPU-second" figure divides by the
 # server's CPU: what a server delivers for one second of its own CPU, which shows the cost of
 # the framework even where the client or the machine sets the rate.
-PER_CPU_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s"}
+PER_CPU_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s",
+                  "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s"}
 
 
 def add_per_server_cpu_second(runs):
@@ -166,29 +223,37 @@ class Report:
     def by_table(self, name):
         return [r for r in self.runs if r.get("suite", {}).get("table") == name]
 
-    def round_ratios(self, cell, figure):
-        """Per round of the comparison whose median runs are `cell` (server -> run), the better
-        tern backend's figure over the best peer's, as "1.21 / 1.35 / 1.18" (empty when the
-        comparison ran once)."""
-        group = next(iter(cell.values()))["suite"].get("group")
+    def rounds_of(self, group, figure):
+        """[{server: figure}] of each round of comparison `group`, in round order; [] when it
+        ran once."""
         by_round = defaultdict(dict)
         for r in self.all_runs:
             suite = r.get("suite", {})
-            if suite.get("group") == group and suite.get("rounds", 1) > 1:
+            if group and suite.get("group") == group and suite.get("rounds", 1) > 1:
                 by_round[suite.get("round")][server_of(r)] = fig(r, figure)
-        return " / ".join(ratio(*tern_and_best_peer(by_round[number])).rstrip("×")
-                          for number in sorted(by_round))
+        return [by_round[n] for n in sorted(by_round)]
 
-    def pair_round_ratios(self, group, first, second, figure):
-        """Per round of comparison `group`, `first`'s figure over `second`'s, as "1.21 / 1.35"
-        (empty when the comparison ran once)."""
-        by_round = defaultdict(dict)
-        for r in self.all_runs:
-            suite = r.get("suite", {})
-            if suite.get("group") == group and suite.get("rounds", 1) > 1:
-                by_round[suite.get("round")][server_of(r)] = fig(r, figure)
-        return " / ".join(ratio(by_round[n].get(first), by_round[n].get(second)).rstrip("×")
-                          for n in sorted(by_round))
+    def per_round(self, group, figure, top, bottom):
+        """The ratio top(values) / bottom(values) in each round of comparison `group` (values:
+        {server: figure} of that round; see best_tern, best_peer, figure_of), in round order; []
+        when the comparison ran once."""
+        return [ratio_value(top(v), bottom(v)) for v in self.rounds_of(group, figure)]
+
+    def ratio_cell(self, group, figure, top, bottom, medians):
+        """A ratio as the tables print it: the median of the rounds' ratios top / bottom, then
+        the lowest and the highest of them: "1.09× (0.98–1.15)". A comparison that ran once (or
+        had a round fail) shows top / bottom of `medians` ({server: figure} of the runs shown)."""
+        rounds = self.per_round(group, figure, top, bottom)
+        if rounds and None not in rounds:
+            return f"{statistics.median(rounds):.2f}×" + spread(rounds)
+        return ratio(top(medians), bottom(medians)) + spread(rounds)
+
+    def target_cell(self, group, figure, top, bottom, medians, target):
+        """Whether top / bottom meets `target` by verdict()'s rule, over the rounds of `group`
+        (or the one run's ratio when it ran once)."""
+        ratios = self.per_round(group, figure, top, bottom) or [
+            ratio_value(top(medians), bottom(medians))]
+        return verdict(ratios, target)
 
     def client_backends(self):
         """Which I/O backend tern-bench's clients ran on, from the runs' params: `auto` (the
@@ -226,7 +291,20 @@ class Report:
                 ["compiler", m["compiler"]], ["build type", m["build_type"]],
                 ["tern I/O backend", "epoll (`tern`) and io_uring (`tern-uring`) servers; "
                  + self.client_backends()],
-                ["io_uring", m.get("io_uring", "?")], ["load average before", m.get("loadavg_before", "?")]]
+                ["io_uring", m.get("io_uring", "?")],
+                ["load average before", m.get("loadavg_before", "?")]]
+        if m.get("loadavg_after"):
+            rows.append(["load average after", m["loadavg_after"]])
+        busy = sorted(r["suite"].get("other_cpu_pct", 0) for r in self.all_runs
+                      if r.get("suite"))
+        if busy:
+            rows.append(["other processes' CPU during the cells",
+                         f"median {busy[len(busy) // 2]:.0f}%, max {busy[-1]:.0f}% of one CPU "
+                         "(`other_cpu_pct` per cell in the raw results)"])
+        if m.get("pass_s") is not None:
+            rows.append(["wall time", f"{m['pass_s'] / 60:.1f} minutes, "
+                         f"{m.get('quiet_waited_s', 0):.0f} s of it waiting for an idle "
+                         f"machine; {m.get('seconds_per_cell', '?')} s per time-bound cell"])
         for name, peer in sorted(self.results.get("peers", {}).items()):
             version = ", ".join(str(peer[k]) for k in ("library", "toolchain") if peer.get(k))
             rows.append([f"peer {name}", version])
@@ -248,16 +326,29 @@ class Report:
         self.write(text)
         rounds = max((r["suite"].get("rounds", 1) for r in self.all_runs), default=1)
         if rounds > 1:
-            self.write(f"\nTables 000, 001, 003, 004 and hooks ran every comparison {rounds} times: "
+            self.write(f"\nEvery comparison (one load, each server once) ran {rounds} times: "
                        "each round runs every server once, starting one server later than the "
                        "round before. They show each server's median round (by pkg/s, TPS, MB/s "
                        "or sessions/s; its other columns come from that same round); the raw "
                        "results keep every round.")
+        self.time_budget(m)
         noisy = [r for r in self.all_runs if r["suite"].get("other_cpu_pct", 0) > 20]
         if noisy:
             self.write(f"\n{len(noisy)} cell(s) ran while other processes used more than 20% of "
                        "a CPU (column `other_cpu_pct` in the raw results); treat them with care.")
         self.write("")
+
+    def time_budget(self, m):
+        """Each table's wall time in this pass beside its budget (bench/suite/tables.py)."""
+        spent, budgets = m.get("table_s"), m.get("table_budget_s", {})
+        if not spent:
+            return
+        rows = [[name, f"{seconds:.0f}", budgets.get(name, "–")]
+                for name, seconds in spent.items()]
+        rows.append(["all", f"{sum(spent.values()):.0f}",
+                     sum(b for n, b in budgets.items() if n in spent)])
+        self.write("\nTime per table (seconds of wall time, waits included) and its budget:\n")
+        self.write(table(["table", "seconds", "budget"], rows))
 
     def switch(self):
         runs = self.by_table("switch")
@@ -292,22 +383,39 @@ class Report:
             groups[key].append(r)
         rows = []
         for (flag, threads, size, cmd), group in groups.items():
-            _, best = tern_and_best_peer({server_of(r): fig(r, "pkg_per_s") for r in group})
-            epoll = next((fig(r, "pkg_per_s") for r in group if server_of(r) == "otechod"), None)
+            name = group[0]["suite"].get("group")
+            rates = {server_of(r): fig(r, "pkg_per_s") for r in group}
+            per_cpu = {server_of(r): fig(r, "per_server_cpu_s") for r in group}
             for r in sorted(group, key=lambda r: PEER_ORDER.index(server_of(r))
                             if server_of(r) in PEER_ORDER else 99):
-                is_tern = server_of(r) in TERN or server_of(r) == "tern-plain-echo"
+                s = server_of(r)
+                is_tern = s in TERN or s == "tern-plain-echo"
                 case = f"{flag} t={threads} {size} B" + (" discard" if cmd == 2 else "")
-                rows.append([case, label(server_of(r)) + mark(r), fmt(fig(r, "packets")),
-                             fmt(fig(r, "pkg_per_s")), fmt(fig(r, "mb_per_s")),
-                             fmt(fig(r, "p50_us")), fmt(fig(r, "p99_us")),
-                             fmt(r.get("server_cpu_pct")), fmt(r.get("client_cpu_pct")),
-                             fmt(fig(r, "per_server_cpu_s")),
-                             ratio(fig(r, "pkg_per_s"), best) if is_tern else "",
-                             ratio(fig(r, "pkg_per_s"), epoll) if is_tern else ""])
+                row = [case, label(s) + mark(r), fmt(fig(r, "packets")),
+                       fmt(fig(r, "pkg_per_s")), fmt(fig(r, "mb_per_s")),
+                       fmt(fig(r, "p50_us")), fmt(fig(r, "p99_us")),
+                       fmt(r.get("server_cpu_pct")), fmt(r.get("client_cpu_pct")),
+                       fmt(fig(r, "per_server_cpu_s"))]
+                if is_tern and cmd != 2:
+                    row += [self.ratio_cell(name, "pkg_per_s", figure_of(s), best_peer, rates),
+                            self.ratio_cell(name, "pkg_per_s", figure_of(s),
+                                            figure_of("otechod"), rates),
+                            self.ratio_cell(name, "per_server_cpu_s", figure_of(s), best_peer,
+                                            per_cpu)]
+                else:
+                    row += ["", "", ""]
+                if s == "tern" and cmd != 2:
+                    row.append(self.target_cell(name, "pkg_per_s", figure_of(s), best_peer,
+                                                rates, 1.0) + "; per CPU-s " +
+                               self.target_cell(name, "per_server_cpu_s", figure_of(s),
+                                                best_peer, per_cpu, 1.2))
+                else:
+                    row.append("")
+                rows.append(row)
         self.write(table(["case", "server", "packets", "pkg/s", "MB/s", "p50 µs", "p99 µs",
                           "server CPU %", "client CPU %", "packets per server CPU-second",
-                          "÷ best peer", "÷ otechod"], rows))
+                          "÷ best peer", "÷ otechod", "per CPU-s ÷ best peer", "target"], rows))
+        self.write(SPREAD_NOTE)
 
     def ttcp(self):
         runs = self.by_table("002-ttcp")
@@ -355,51 +463,62 @@ class Report:
                          "in steps of that size")
             self.write(text + ".\n")
 
+    def cpu_tables(self, head, cells, servers, unit, what):
+        """The two tables every throughput comparison ends with, one row per key of `cells`
+        ({row key: {server: median run}}; head(key) gives the row's first columns, `what` their
+        names): each server's CPU (% of one CPU over its run), then its rate per second of its
+        own CPU ("per_server_cpu_s", in `unit`) and the better tern backend's ratio to the best
+        peer's, with the rounds' spread."""
+        self.write("**Server CPU** (% of one CPU over the run). tern runs at its defaults: its "
+                   "idle workers sleep, as the peers' do; a labelled idle-poll column polls "
+                   "before it sleeps, so that server shows near 100% even while it waits.\n")
+        names = what + [label(s) for s in servers]
+        self.write(table(names, [head(key) + [fmt(cells[key][s].get("server_cpu_pct"))
+                                              if s in cells[key] else "–" for s in servers]
+                                 for key in cells]))
+        self.write(f"**{unit} per second of server CPU** (the rate ÷ the server's CPU share): the "
+                   "cost of each server's work, whoever sets the rate.\n")
+        rows = []
+        for key, here in cells.items():
+            values = {s: fig(r, "per_server_cpu_s") for s, r in here.items()}
+            group = next(iter(here.values()))["suite"].get("group")
+            rows.append(head(key) + [fmt(values.get(s)) if s in here else "–" for s in servers] +
+                        [self.ratio_cell(group, "per_server_cpu_s", best_tern, best_peer,
+                                         values)])
+        self.write(table(names + ["tern ÷ best peer"], rows))
+
     def pingpong(self):
         runs = self.by_table("003")
         if not runs:
             return
         self.write("## 003: pingpong throughput (asio's performance test)\n")
         self.write("MB/s (10^6 bytes) read by the client per second; server and client both run "
-                   "`Threads` threads; every session's bytes are checked at the end.\n")
+                   "`Threads` threads; every session's bytes are checked at the end. tern's "
+                   "target: ≥ 1.0× the best peer in every cell.\n")
         servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
         cells = defaultdict(dict)
         for r in runs:
             p = r.get("params", {})
             key = (p.get("block_bytes"), p.get("threads"), p.get("sessions"))
             cells[key][server_of(r)] = r
-        rounds = ran_in_rounds(runs)
-        rows, cpu_rows, per_cpu_rows = [], [], []
-        for key in sorted(cells, key=lambda k: tuple(x or 0 for x in k)):
-            head = [f"{key[0]} B", key[1], key[2]]
-            here = [cells[key].get(s) for s in servers]
-            row = head + [fmt(fig(r, "mb_per_s")) + mark(r) if r else "–" for r in here]
-            cpu_rows.append(head + [fmt(r.get("server_cpu_pct")) if r else "–" for r in here])
-            per_cpu_rows.append(head + [fmt(fig(r, "per_server_cpu_s")) if r else "–"
-                                        for r in here] + [ratio(*tern_and_best_peer(
-                                            {s: fig(r, "per_server_cpu_s")
-                                             for s, r in cells[key].items()}))])
-            tern_best, best = tern_and_best_peer(
-                {s: fig(r, "mb_per_s") for s, r in cells[key].items()})
-            asio = fig(cells[key]["asio"], "mb_per_s") if "asio" in cells[key] else None
-            row += [fmt(best), ratio(tern_best, best), ratio(tern_best, asio)]
-            if rounds:
-                row.append(self.round_ratios(cells[key], "mb_per_s"))
+        cells = {k: cells[k] for k in sorted(cells, key=lambda k: tuple(x or 0 for x in k))}
+        rows = []
+        for key, here in cells.items():
+            rates = {s: fig(r, "mb_per_s") for s, r in here.items()}
+            group = next(iter(here.values()))["suite"].get("group")
+            row = [f"{key[0]} B", key[1], key[2]] + [
+                fmt(rates[s]) + mark(here[s]) if s in here else "–" for s in servers]
+            row += [fmt(best_peer(rates)),
+                    self.ratio_cell(group, "mb_per_s", best_tern, best_peer, rates),
+                    self.ratio_cell(group, "mb_per_s", best_tern, figure_of("asio"), rates),
+                    self.target_cell(group, "mb_per_s", best_tern, best_peer, rates, 1.0)]
             rows.append(row)
-        # tern's pingpong target is stated against asio (docs/benchmarks.md): its own column.
+        # tern's pingpong target was once stated against asio (docs/benchmarks.md): its column.
         self.write(table(["Buffer", "Threads", "Sessions"] + [label(s) for s in servers] +
-                         ["best peer", "tern ÷ best peer", "tern ÷ asio"] +
-                         (["tern ÷ best peer, each round"] if rounds else []), rows))
-        self.write("**Server CPU** (% of one CPU over the run). tern runs at its defaults: its idle "
-                   "workers sleep, as the peers' do. Only in the labelled idle-poll column do "
-                   "they (server and tern-bench client) poll before they sleep, so that server "
-                   "shows near 100% even while it waits for the client.\n")
-        self.write(table(["Buffer", "Threads", "Sessions"] + [label(s) for s in servers],
-                         cpu_rows))
-        self.write("**MB per second of server CPU** (MB/s ÷ the server's CPU share), the cost of "
-                   "each server's work whoever sets the rate.\n")
-        self.write(table(["Buffer", "Threads", "Sessions"] + [label(s) for s in servers] +
-                         ["tern ÷ best peer"], per_cpu_rows))
+                         ["best peer", "tern ÷ best peer", "tern ÷ asio", "target"], rows))
+        self.write(SPREAD_NOTE)
+        self.cpu_tables(lambda k: [f"{k[0]} B", k[1], k[2]], cells, servers, "MB",
+                        ["Buffer", "Threads", "Sessions"])
 
     def sessions(self):
         runs = self.by_table("004")
@@ -408,34 +527,45 @@ class Report:
         self.write("## 004: concurrent short sessions (NeTest)\n")
         self.write("Each session: connect, 3 × (8-byte request, 8-byte reply), close; one "
                    "single-thread client; servers run one thread (mtserver: a thread per "
-                   "connection). Latency is per session, connect to last reply, in µs.\n")
+                   "connection). Latency is per session, connect to last reply, in µs. tern's "
+                   "target: ≥ 1.1× the best of asio, Go and tokio at every in-flight count, with "
+                   "no failed session.\n")
         servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
         cells = defaultdict(dict)
         for r in runs:
             cells[r.get("params", {}).get("in_flight")][server_of(r)] = r
+        cells = {k: cells[k] for k in sorted(k for k in cells if k is not None)}
+
+        def best_echo_peer(values):
+            return max([v for s, v in values.items() if s in ("asio", "go", "tokio")
+                        and v is not None], default=None)
+
         for title, key in (("a. Sessions per second", "sessions_per_s"),
                            ("b. Mean session latency (µs)", "mean_us"),
                            ("c. p99 session latency (µs)", "p99_us"),
-                           ("d. Failed sessions", "failed"),
-                           ("e. Sessions per second of server CPU", "per_server_cpu_s")):
+                           ("d. Failed sessions", "failed")):
             self.write(f"**{title}**\n")
             rows = []
-            for in_flight in sorted(k for k in cells if k is not None):
-                row = [in_flight]
-                for s in servers:
-                    r = cells[in_flight].get(s)
-                    row.append(fmt(fig(r, key)) + mark(r) if r else "–")
-                if key in ("sessions_per_s", "per_server_cpu_s"):
-                    tern = fig(cells[in_flight].get("tern", {}), key)
-                    peer_values = [fig(r, key) for s, r in cells[in_flight].items()
-                                   if s in ("asio", "go", "tokio")]
-                    best = max([v for v in peer_values if v is not None], default=None)
-                    row += [ratio(tern, fig(cells[in_flight].get("otechod", {}), key)),
-                            ratio(tern, best)]
+            for in_flight, here in cells.items():
+                row = [in_flight] + [fmt(fig(here[s], key)) + mark(here[s]) if s in here else "–"
+                                     for s in servers]
+                if key == "sessions_per_s":
+                    rates = {s: fig(r, key) for s, r in here.items()}
+                    group = next(iter(here.values()))["suite"].get("group")
+                    target = self.target_cell(group, key, figure_of("tern"), best_echo_peer,
+                                              rates, 1.1)
+                    if fig(here.get("tern", {}), "failed"):
+                        target += f"; {fmt(fig(here['tern'], 'failed'))} failed sessions"
+                    row += [self.ratio_cell(group, key, figure_of("tern"), figure_of("otechod"),
+                                            rates),
+                            self.ratio_cell(group, key, figure_of("tern"), best_echo_peer, rates),
+                            target]
                 rows.append(row)
-            extra = ["tern ÷ otechod", "tern ÷ best of asio/go/tokio"] \
-                if key in ("sessions_per_s", "per_server_cpu_s") else []
+            extra = ["tern ÷ otechod", "tern ÷ best of asio/go/tokio", "target"] \
+                if key == "sessions_per_s" else []
             self.write(table(["in flight"] + [label(s) for s in servers] + extra, rows))
+        self.write(SPREAD_NOTE)
+        self.cpu_tables(lambda k: [k], cells, servers, "Sessions", ["in flight"])
 
     def rpc(self):
         runs = self.by_table("001")
@@ -457,36 +587,46 @@ class Report:
         for r in runs:
             cells[r.get("params", {}).get("concurrency")][server_of(r)] = r
         levels = sorted(k for k in cells if k is not None)
-        rounds = ran_in_rounds(runs)
 
-        def best_peer(level, key, pick):
+        def best_of(level, key, pick):
             values = [fig(r, key) for s, r in cells[level].items()
                       if is_peer(s) and r.get("verified")]
             values = [v for v in values if v is not None]
             return pick(values) if values else None
 
-        for title, key, pick, note in (("a. TPS (calls per second)", "tps", max, "higher is better"),
-                                       ("b. p99 latency (µs)", "p99_us", min, "lower is better"),
-                                       ("c. Calls per second of server CPU", "per_server_cpu_s",
-                                        max, "higher is better")):
+        def lowest_peer(values):
+            return min([v for s, v in values.items() if is_peer(s) and v is not None],
+                       default=None)
+
+        for title, key, pick, note in (("a. TPS (calls per second)", "tps", max,
+                                        "higher is better; tern's target: ≥ 2× the best peer on "
+                                        "both backends"),
+                                       ("b. p99 latency (µs)", "p99_us", min, "lower is better")):
             self.write(f"**{title}**, {note}\n")
             rows = []
             for level in levels:
-                row = [f"{level:,}"]
-                for s in servers:
-                    r = cells[level].get(s)
-                    row.append(fmt(fig(r, key)) + mark(r) if r else "–")
-                best = best_peer(level, key, pick)
-                row += [fmt(best)] + [ratio(fig(cells[level][t], key), best)
-                                      if t in cells[level] else "–" for t in TERN]
-                if rounds and key == "tps":
-                    row.append(self.round_ratios(cells[level], "tps"))
+                here = cells[level]
+                values = {s: fig(r, key) for s, r in here.items()}
+                group = next(iter(here.values()))["suite"].get("group")
+                row = [f"{level:,}"] + [fmt(values[s]) + mark(here[s]) if s in here else "–"
+                                        for s in servers]
+                best = best_of(level, key, pick)
+                row += [fmt(best)] + [
+                    self.ratio_cell(group, key, figure_of(t),
+                                    best_peer if key == "tps" else lowest_peer, values)
+                    if t in here else "–" for t in TERN]
+                if key == "tps":
+                    row.append(", ".join(
+                        f"{t}: " + self.target_cell(group, key, figure_of(t), best_peer, values,
+                                                    2.0) for t in TERN if t in here))
                 rows.append(row)
-            extra = (["better tern ÷ best peer, each round"]
-                     if rounds and key == "tps" else [])
+            extra = ["target"] if key == "tps" else []
             self.write(table(["clients"] + [label(s) for s in servers] + ["best peer"] +
                              [f"{t} ÷ best peer" for t in TERN] + extra, rows))
-        self.write("**d. Each server in report 001's layout** (latency in µs)\n")
+        self.write(SPREAD_NOTE)
+        self.cpu_tables(lambda level: [f"{level:,}"], {level: cells[level] for level in levels},
+                        servers, "Calls", ["clients"])
+        self.write("**Each server in report 001's layout** (latency in µs)\n")
         for s in servers:
             self.write(f"*{label(s)}*\n")
             rows = []
@@ -498,8 +638,8 @@ class Report:
                        fmt(fig(r, "max_us")), fmt(fig(r, "min_us")), fmt(fig(r, "tps")) + mark(r),
                        fmt(fig(r, "p99_us"))]
                 if s in TERN:
-                    row += [ratio(fig(r, "tps"), best_peer(level, "tps", max)),
-                            ratio(fig(r, "p99_us"), best_peer(level, "p99_us", min))]
+                    row += [ratio(fig(r, "tps"), best_of(level, "tps", max)),
+                            ratio(fig(r, "p99_us"), best_of(level, "p99_us", min))]
                 rows.append(row)
             header = ["clients", "mean", "median", "max", "min", "TPS", "p99"]
             if s in TERN:
@@ -543,10 +683,10 @@ class Report:
         cells = defaultdict(dict)
         for r in runs:
             cells[r.get("params", {}).get("clients")][server_of(r)] = r
-        rounds = ran_in_rounds(runs)
         rows = []
         for clients in sorted(k for k in cells if k is not None):
             here = cells[clients]
+            rates = {s: fig(r, "rps") for s, r in here.items()}
             for client in ("redis-benchmark", "fibers", "threads"):
                 r = here.get(client)
                 if r is None:
@@ -557,24 +697,24 @@ class Report:
                        fmt(r.get("server_cpu_pct")), fmt(r.get("client_cpu_pct")),
                        fmt(per_cpu_second(fig(r, "rps"), r.get("client_cpu_pct"))),
                        fmt(fig(r, "machine_busy_pct"))]
-                fibers = client == "fibers"
-                row += [ratio(fig(r, "rps"), fig(here.get("redis-benchmark", {}), "rps"))
-                        if fibers else "",
-                        ratio(fig(r, "rps"), fig(here.get("threads", {}), "rps"))
-                        if fibers else ""]
-                if rounds:
-                    group = r["suite"].get("group")
-                    row.append("" if not fibers else
-                               self.pair_round_ratios(group, "fibers", "redis-benchmark", "rps")
-                               + "; " +
-                               self.pair_round_ratios(group, "fibers", "threads", "rps"))
+                group = r["suite"].get("group")
+                fibers, over = figure_of("fibers"), (
+                    ("redis-benchmark", 0.9), ("threads", 1.5))
+                if client == "fibers":
+                    row += [self.ratio_cell(group, "rps", fibers, figure_of(other), rates)
+                            for other, _ in over]
+                    row.append("; ".join(self.target_cell(group, "rps", fibers, figure_of(other),
+                                                          rates, target)
+                                         for other, target in over) if clients == 500 else "")
+                else:
+                    row += ["", "", ""]
                 rows.append(row)
         self.write(table(["clients", "client", "requests/s", "SET p50", "SET p99", "GET p50",
                           "GET p99", "redis-server CPU %", "client CPU %",
                           "requests per client CPU-second", "machine busy %",
-                          "÷ redis-benchmark", "÷ thread per connection"] +
-                         (["each round (÷ redis-benchmark; ÷ threads)"] if rounds else []),
-                         rows))
+                          "÷ redis-benchmark", "÷ thread per connection",
+                          "targets (÷ redis-benchmark; ÷ threads)"], rows))
+        self.write(SPREAD_NOTE)
         self.write("redis-server runs one thread: where its CPU column nears 100%, or the "
                    "machine's busy column nears 100% with the clients sharing its CPUs, the "
                    "server sets the pace for every client model alike and the ratios say little "
@@ -599,7 +739,6 @@ class Report:
                    "again with tern::hook linked (`-hooked`, bench/hook/CMakeLists.txt). tern "
                    "calls the kernel through its own table of originals, so the two should not "
                    "differ beyond the machine's noise.\n")
-        rounds = ran_in_rounds(runs)
         groups = defaultdict(dict)
         for r in runs:
             groups[r["suite"].get("group")][server_of(r)] = r
@@ -616,12 +755,10 @@ class Report:
             io = here[plain].get("params", {}).get("io", "?")
             row = [kind, io, fmt(fig(here[plain], figure)) + mark(here[plain]),
                    fmt(fig(here[hooked], figure)) + mark(here[hooked]),
-                   ratio(fig(here[hooked], figure), fig(here[plain], figure))]
-            if rounds:
-                row.append(self.pair_round_ratios(group, hooked, plain, figure))
+                   self.ratio_cell(group, figure, figure_of(hooked), figure_of(plain),
+                                   {s: fig(r, figure) for s, r in here.items()})]
             rows.append(row)
-        self.write(table(["benchmark", "backend", "tern", "tern + tern::hook", "÷ tern"] +
-                         (["each round"] if rounds else []), rows))
+        self.write(table(["benchmark", "backend", "tern", "tern + tern::hook", "÷ tern"], rows))
 
     def tls(self):
         pingpong, handshakes = self.by_table("tls-pingpong"), self.by_table("tls-handshakes")
@@ -636,15 +773,15 @@ class Report:
                    "Per server CPU-second: the figure divided by the server's CPU use. tern's "
                    "targets: pingpong ≥ 1.1× the best peer, full handshakes ≥ 1.0×, resumed "
                    "≥ 1.2×.\n")
-        rounds = ran_in_rounds(pingpong + handshakes)
         if pingpong:
-            self.tls_pingpong(pingpong, rounds)
+            self.tls_pingpong(pingpong)
         if handshakes:
-            self.tls_handshakes(handshakes, rounds)
+            self.tls_handshakes(handshakes)
+        self.write(SPREAD_NOTE)
         self.write("**c. RPC over TLS** (`tern-bench rpc --tls`, table `tls-rpc`): not in this "
                    "run.\n")
 
-    def tls_pingpong(self, runs, rounds):
+    def tls_pingpong(self, runs):
         self.write("**a. Pingpong, 16 KiB blocks over TLS**: MB/s read by the client, every "
                    "byte checked; then the server's CPU (% of one CPU) and MB per server "
                    "CPU-second.\n")
@@ -652,24 +789,22 @@ class Report:
         cells = defaultdict(dict)
         for r in runs:
             cells[r.get("params", {}).get("sessions")][server_of(r)] = r
-        rows, cpu_rows = [], []
-        for sessions in sorted(k for k in cells if k is not None):
-            here = [cells[sessions].get(s) for s in servers]
-            tern_best, best = tern_and_best_peer(
-                {s: fig(r, "mb_per_s") for s, r in cells[sessions].items()})
-            row = [sessions] + [fmt(fig(r, "mb_per_s")) + mark(r) if r else "–" for r in here]
-            row += [fmt(best), ratio(tern_best, best)]
-            if rounds:
-                row.append(self.round_ratios(cells[sessions], "mb_per_s"))
+        cells = {k: cells[k] for k in sorted(k for k in cells if k is not None)}
+        rows = []
+        for sessions, here in cells.items():
+            rates = {s: fig(r, "mb_per_s") for s, r in here.items()}
+            group = next(iter(here.values()))["suite"].get("group")
+            row = [sessions] + [fmt(rates[s]) + mark(here[s]) if s in here else "–"
+                                for s in servers]
+            row += [fmt(best_peer(rates)),
+                    self.ratio_cell(group, "mb_per_s", best_tern, best_peer, rates),
+                    self.target_cell(group, "mb_per_s", best_tern, best_peer, rates, 1.1)]
             rows.append(row)
-            cpu_rows.append([sessions] + [
-                f"{fmt(r.get('server_cpu_pct'))} %, {fmt(per_cpu_second(fig(r, 'mb_per_s'), r.get('server_cpu_pct')))}"
-                if r else "–" for r in here])
-        self.write(table(["sessions"] + servers + ["best peer", "tern ÷ best peer"] +
-                         (["tern ÷ best peer, each round"] if rounds else []), rows))
-        self.write(table(["sessions"] + [f"{s}: CPU, MB per CPU-s" for s in servers], cpu_rows))
+        self.write(table(["sessions"] + servers + ["best peer", "tern ÷ best peer", "target"],
+                         rows))
+        self.cpu_tables(lambda k: [k], cells, servers, "MB", ["sessions"])
 
-    def tls_handshakes(self, runs, rounds):
+    def tls_handshakes(self, runs):
         self.write("**b. Handshakes**: short sessions of `tern-bench sessions --tls` (connect, "
                    "handshake, one 8-byte echo, close; 10 in flight), full handshakes (TLS 1.3, "
                    "ECDHE X25519, ECDSA P-256 signature) and with `--tls-resume` (the client "
@@ -685,12 +820,13 @@ class Report:
             if kind not in cells:
                 continue
             here = [cells[kind].get(s) for s in servers]
-            tern_best, best = tern_and_best_peer(
-                {s: fig(r, "sessions_per_s") for s, r in cells[kind].items()})
+            rates = {s: fig(r, "sessions_per_s") for s, r in cells[kind].items()}
+            group = next(iter(cells[kind].values()))["suite"].get("group")
             row = [kind] + [fmt(fig(r, "sessions_per_s")) + mark(r) if r else "–" for r in here]
-            row += [fmt(best), ratio(tern_best, best)]
-            if rounds:
-                row.append(self.round_ratios(cells[kind], "sessions_per_s"))
+            row += [fmt(best_peer(rates)),
+                    self.ratio_cell(group, "sessions_per_s", best_tern, best_peer, rates),
+                    self.target_cell(group, "sessions_per_s", best_tern, best_peer, rates,
+                                     1.0 if kind == "full" else 1.2)]
             rows.append(row)
             cpu_row = [kind]
             for r in here:
@@ -703,8 +839,8 @@ class Report:
                     text += f", {100 * (fig(r, 'tls_resumed') or 0) / fig(r, 'sessions'):.0f} % resumed"
                 cpu_row.append(text)
             cpu_rows.append(cpu_row)
-        self.write(table(["handshakes"] + servers + ["best peer", "tern ÷ best peer"] +
-                         (["tern ÷ best peer, each round"] if rounds else []), rows))
+        self.write(table(["handshakes"] + servers + ["best peer", "tern ÷ best peer", "target"],
+                         rows))
         self.write(table(["handshakes"] + [f"{s}: CPU per session, per CPU-s" for s in servers],
                          cpu_rows))
 

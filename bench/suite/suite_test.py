@@ -272,7 +272,8 @@ class HooksTest(unittest.TestCase):
         text = ReportTest.render(self, runs)
         self.assertIn("## Hooks: blocking client libraries in fibers (tern::hook)", text)
         self.assertIn("| 500 | fibers (tern::hook) | 1,000 | 10 | 20 | 11 | 21 | 60 | 70 | 1,429 | "
-                      "90 | 1.00× | 1.67× | 0.95 / 1.00 / 1.11; 1.90 / 1.83 / 1.43 |", text)
+                      "90 | 1.00× (0.95–1.11) | 1.83× (1.43–1.90) | ≥ 0.9×: met; ≥ 1.5×: met |",
+                      text)
 
 
 class MedianRoundsTest(unittest.TestCase):
@@ -311,16 +312,51 @@ class ReportTest(unittest.TestCase):
                 pingpong_run("asio", 500, 2), pingpong_run("tern", 1200, 2),
                 pingpong_run("tern", 1000, 3), pingpong_run("asio", 800, 3)]
         text = self.render(runs)
-        self.assertIn("ran every comparison 3 times", text)
-        self.assertIn(
-            "| 16384 B | 1 | 10 | 1,000 | 600 | 600 | 1.67× | 1.67× | 1.50 / 2.40 / 1.25 |", text)
+        self.assertIn("ran 3 times", text)
+        # The rounds' ratios are 1.50, 2.40 and 1.25: their median, then their range.
+        self.assertIn("| 16384 B | 1 | 10 | 1,000 | 600 | 600 | 1.50× (1.25–2.40) | "
+                      "1.50× (1.25–2.40) | ≥ 1.0×: met |", text)
+        self.assertIn("0.95× of it", text)
+
+    def test_a_target_is_met_by_the_median_round_with_no_round_below_095_of_it(self):
+        self.assertEqual(report.verdict([1.2, 1.1, 1.3], 1.1), "≥ 1.1×: met")
+        # One round at 1.05 is above 0.95 × 1.1 = 1.045: still met.
+        self.assertEqual(report.verdict([1.05, 1.2, 1.3], 1.1), "≥ 1.1×: met")
+        self.assertEqual(report.verdict([1.0, 1.2, 1.3], 1.1),
+                         "≥ 1.1×: missed (median 1.20, lowest round 1.00)")
+        self.assertEqual(report.verdict([1.0, 1.05, 1.3], 1.1),
+                         "≥ 1.1×: missed (median 1.05, lowest round 1.00)")
+        self.assertEqual(report.verdict([1.2, None, 1.3], 1.1), "≥ 1.1×: –")
+        self.assertEqual(report.verdict([1.2], 1.1), "≥ 1.1×: met")
+        self.assertEqual(report.spread([1.2]), "")
+        self.assertEqual(report.spread([1.2, 0.9, 1.0]), " (0.90–1.20)")
+
+    def test_every_ratio_of_the_rpc_table_carries_its_spread_and_each_backend_its_target(self):
+        def rpc_run(server, tps, round_number):
+            return {"mode": "rpc", "target": server, "verified": True,
+                    "params": {"concurrency": 100}, "server_cpu_pct": 100.0,
+                    "figures": {"tps": tps, "p99_us": 1000.0 / tps},
+                    "suite": {"table": "001", "server": server, "group": "001 100 clients",
+                              "round": round_number, "rounds": 3, "placement": "not pinned",
+                              "other_cpu_pct": 0.0, "command": "x", "problem": None}}
+        rounds = {1: (100, 90, 50), 2: (110, 99, 45), 3: (95, 70, 50)}
+        runs = [rpc_run(s, tps, n) for n, figures in rounds.items()
+                for s, tps in zip(("tern", "tern-uring", "rpcx"), figures)]
+        text = self.render(runs)
+        # tern's rounds: 2.00, 2.44, 1.90; tern-uring's: 1.80, 2.20, 1.40.
+        self.assertIn("| 100 | 100 | 90 | 50 | 50 | 2.00× (1.90–2.44) | 1.80× (1.40–2.20) | "
+                      "tern: ≥ 2.0×: met, tern-uring: ≥ 2.0×: missed (median 1.80, lowest "
+                      "round 1.40) |", text)
+        # Calls per server CPU-second (each server at 100%): the better tern backend's ratio.
+        self.assertIn("| 100 | 100 | 90 | 50 | 2.00× (1.90–2.44) |", text)
 
     def test_a_failed_round_is_listed_among_the_problems(self):
         runs = [pingpong_run("tern", 900, 1), pingpong_run("asio", 600, 1),
                 pingpong_run("asio", 500, 2), pingpong_run("tern", None, 2, verified=False),
                 pingpong_run("tern", 1000, 3), pingpong_run("asio", 800, 3)]
         text = self.render(runs)
-        self.assertIn("| 16384 B | 1 | 10 | – ✗ | 600 | 600 | – | – | 1.50 / – / 1.25 |", text)
+        self.assertIn("| 16384 B | 1 | 10 | – ✗ | 600 | 600 | – (1.25–1.50; 1 of 3 rounds failed) | "
+                      "– (1.25–1.50; 1 of 3 rounds failed) | ≥ 1.0×: – |", text)
         self.assertIn("- tern-bench pingpong vs tern: exit status 1", text)
 
     def test_the_idle_poll_column_is_labelled_and_left_out_of_the_ratios(self):
