@@ -4,10 +4,12 @@
 #   make tsan           the same suite under ThreadSanitizer
 #   make bench          build tern and the peers in release mode and run the quick pass of the
 #                       benchmark suite (the table of every report docs/benchmark-methods.md
-#                       describes, a few cells each, three rounds of every comparison; about 17
-#                       minutes; bench/REPORT.md)
-#   make bench FULL=1   the whole matrix (about 90 minutes) plus the fiber micro benchmarks;
-#                       BENCH_ARGS passes options to bench/suite/run.py (e.g. --only 003)
+#                       describes, the cells that carry each report's point, three rounds of
+#                       every comparison; within 8 minutes on 2 CPUs, each table within its
+#                       budget in bench/suite/tables.py; bench/REPORT.md)
+#   make bench FULL=1   the whole matrix (within 45 minutes) plus the fiber micro benchmarks;
+#                       bench/full/REPORT.md. BENCH_ARGS passes options to bench/suite/run.py
+#                       (e.g. --only 003)
 #   make format         reformat the sources; make format-check only checks
 #   make cross-aarch64  cross-build the aarch64 context switch and run its test under qemu
 #   make fuzz           build the libFuzzer targets (clang 19) and run each for FUZZ_SECONDS (60)
