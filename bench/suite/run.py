@@ -57,6 +57,9 @@ def parse_args():
     parser.add_argument("--only", default="",
                         help="comma-separated tables (by the start of their name): "
                         + ",".join(tables.TABLES))
+    parser.add_argument("--group", action="append", default=[],
+                        help="only the comparisons whose name contains this text, e.g. "
+                        "'003 16384 B 2 t 10 s' (repeatable; the names are in --list's output)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="seconds per time-bound cell (default: 2 quick, 3 full; the rates "
                         "are steady by then, docs/benchmarks.md)")
@@ -88,7 +91,8 @@ def children_ticks():
 
 
 def describe_cell(cell):
-    words = [cell["mode"]] + [a for a in cell["args"] if a not in ("--json",)]
+    words = ([f"[{cell['group']}]"] if cell.get("group") else []) + [cell["mode"]] + [
+        a for a in cell["args"] if a not in ("--json",)]
     if cell.get("server"):
         words.append(f"vs {cell['server']}")
     if cell.get("rounds", 1) > 1:
@@ -284,7 +288,8 @@ class Suite:
         info["stamp"] = stamp
         info["pass"] = "full" if self.args.full else "quick"
         info["rounds"] = self.args.rounds
-        info["only"] = self.args.only
+        # A run of some tables or comparisons: its report sections merge into the pass's report.
+        info["only"] = ",".join(filter(None, [self.args.only] + self.args.group))
         info["seconds_per_cell"] = self.args.seconds
         budgets = {name: tables.budget_seconds(name, self.args.full)
                    for name in dict.fromkeys(c["suite_table"] for c in cells)}
@@ -405,7 +410,10 @@ def main():
     if args.rounds < 1:
         print(f"suite: --rounds {args.rounds}: expected 1 or more", file=sys.stderr)
         return 2
-    cells = tables.in_rounds(tables.all_cells(args.full, seconds, only), args.rounds)
+    cells = tables.all_cells(args.full, seconds, only)
+    if args.group:
+        cells = [c for c in cells if any(g in (c.get("group") or "") for g in args.group)]
+    cells = tables.in_rounds(cells, args.rounds)
     if args.list:
         for cell in cells:
             print(describe_cell(cell))
@@ -440,7 +448,7 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.report)), exist_ok=True)
     # A run of some tables (--only) replaces their sections of the report and keeps the others.
     report = [sys.executable, os.path.join(REPO, "bench", "suite", "report.py"), path,
-              "--output", args.report] + (["--merge"] if only else [])
+              "--output", args.report] + (["--merge"] if only or args.group else [])
     subprocess.run(report, check=False)
     if suite.failures:
         print("suite: these cells failed or were not verified:", file=sys.stderr)
