@@ -339,6 +339,11 @@ class Suite:
         return path
 
 
+def default_report(full):
+    """Where a pass writes its report: bench/REPORT.md (quick) or bench/full/REPORT.md."""
+    return os.path.join(REPO, "bench", *(["full"] if full else []), "REPORT.md")
+
+
 def budget_lines(table_seconds, budgets):
     """One line per table: its wall time in this pass beside its budget (tables.TABLES)."""
     lines = []
@@ -405,7 +410,7 @@ def main():
     if args.quiet_budget is None:
         args.quiet_budget = 120.0 if args.full else 30.0
     if args.report is None:
-        args.report = os.path.join(REPO, "bench", *(["full"] if args.full else []), "REPORT.md")
+        args.report = default_report(args.full)
     only = [o.strip() for o in args.only.split(",") if o.strip()]
     if args.rounds < 1:
         print(f"suite: --rounds {args.rounds}: expected 1 or more", file=sys.stderr)

@@ -133,6 +133,13 @@ class BudgetTest(unittest.TestCase):
                           "table 003: 90 s of its 80 s budget, 10 s OVER"])
 
 
+class ReportPathTest(unittest.TestCase):
+    def test_the_full_pass_writes_its_own_report(self):
+        self.assertEqual(run.default_report(False), os.path.join(run.REPO, "bench", "REPORT.md"))
+        self.assertEqual(run.default_report(True),
+                         os.path.join(run.REPO, "bench", "full", "REPORT.md"))
+
+
 class QuietWaitTest(unittest.TestCase):
     class Args:
         quiet_wait = 0.3
@@ -317,6 +324,18 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| 16384 B | 1 | 10 | 1,000 | 600 | 600 | 1.50× (1.25–2.40) | "
                       "1.50× (1.25–2.40) | ≥ 1.0×: met |", text)
         self.assertIn("0.95× of it", text)
+
+    def test_the_header_gives_the_load_the_wall_time_and_each_tables_time_and_budget(self):
+        info = dict(machine(), pass_s=450.0, quiet_waited_s=12.0, seconds_per_cell=2.0,
+                    loadavg_before="3.00 2.00 1.00", loadavg_after="4.00 3.00 2.00",
+                    table_s={"003": 70.4, "004": 60.2}, table_budget_s={"003": 80, "004": 55})
+        runs = [pingpong_run("tern", 900, 1), pingpong_run("asio", 700, 1)]
+        text = report.Report({"machine": info, "peers": {}, "runs": runs}).render(
+            "/tmp/REPORT.md", None, plots=False)
+        self.assertIn("| load average after | 4.00 3.00 2.00 |", text)
+        self.assertIn("| wall time | 7.5 minutes, 12 s of it waiting for an idle machine; 2.0 s "
+                      "per time-bound cell |", text)
+        self.assertIn("| 003 | 70 | 80 |\n| 004 | 60 | 55 |\n| all | 131 | 135 |", text)
 
     def test_a_target_is_met_by_the_median_round_with_no_round_below_095_of_it(self):
         self.assertEqual(report.verdict([1.2, 1.1, 1.3], 1.1), "≥ 1.1×: met")
