@@ -1,6 +1,7 @@
 #include "tern/fiber/condition_variable.h"
 
 #include "tern/base/assert.h"
+#include "tern/fiber/detail/parked_node.h"
 
 namespace tern {
 
@@ -22,7 +23,8 @@ void ConditionVariable::notify_all() noexcept {
 Result<void> ConditionVariable::wait_until(std::unique_lock<Mutex>& lock, Deadline deadline) {
   TERN_ASSERT(lock.owns_lock(), "ConditionVariable::wait needs the lock held");
   detail::FiberControl* self = detail::current_fiber("tern::ConditionVariable::wait");
-  detail::Waiter waiter;
+  const detail::ParkedNode<detail::Waiter> node(detail::parks_off_stack());
+  detail::Waiter& waiter = *node;
   waiter.fiber = self;
   detail::begin_wait(self);
   guard_.lock();

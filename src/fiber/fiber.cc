@@ -7,6 +7,7 @@
 #include "scheduler.h"
 #include "stack.h"
 #include "tern/base/assert.h"
+#include "tern/fiber/detail/parked_node.h"
 
 namespace tern {
 
@@ -76,9 +77,14 @@ std::error_code wait_in(SpinLock& guard, WaitList& queue, Waiter& waiter, Deadli
 }
 
 std::error_code wait_for_waker(SpinLock& guard, WaitList& queue, Deadline deadline) {
-  Waiter waiter;
-  const std::error_code result = wait_in(guard, queue, waiter, deadline, true);
-  return waiter.fired ? std::error_code() : result;
+  const ParkedNode<Waiter> waiter(parks_off_stack());
+  const std::error_code result = wait_in(guard, queue, *waiter, deadline, true);
+  return waiter->fired ? std::error_code() : result;
+}
+
+bool parks_off_stack() noexcept {
+  const Scheduler* scheduler = Scheduler::current();
+  return scheduler != nullptr && scheduler->running()->on_shared_stack;
 }
 
 Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_size,
@@ -147,13 +153,13 @@ Result<void> Fiber::join_until(Deadline deadline, bool interruptible) {
   if (target->state != detail::FiberState::finished) {
     detail::FiberControl* self = detail::current_fiber("tern::Fiber::join");
     TERN_ASSERT(self != target, "a fiber cannot join itself");
-    detail::Waiter waiter;
-    waiter.fiber = self;
+    const detail::ParkedNode<detail::Waiter> waiter(self->on_shared_stack);
+    waiter->fiber = self;
     detail::begin_wait(self);
-    target->joiner = &waiter;
+    target->joiner = waiter.get();
     const std::error_code result = detail::wait(self, deadline, interruptible);
     target->joiner = nullptr;
-    if (!waiter.fired) return fail(result);  // the handle stays joinable
+    if (!waiter->fired) return fail(result);  // the handle stays joinable
   }
   control_ = nullptr;
   target->scheduler->release(target);

@@ -24,9 +24,10 @@ enum class FiberState : std::uint8_t { ready, running, waiting, finished };
 // Values of a fiber's fiber-local storage: (value, destroy) per key.
 using FiberLocals = std::vector<std::pair<void*, void (*)(void*)>>;
 
-// Everything tern keeps about one fiber. It lives at the top of the fiber's own stack (the
-// worker's main context has one as a plain member). Owner worker only, except `claim`,
-// `wake_result` and `remote_hook`, which wakers on other threads use under the claim protocol.
+// Everything tern keeps about one fiber. It lives at the top of the fiber's own stack, or on the
+// heap for a shared-stack fiber (the worker's main context has one as a plain member). Owner worker
+// only, except `claim`, `wake_result` and `remote_hook`, which wakers on other threads use under
+// the claim protocol.
 struct FiberControl {
   ContextHandle context = nullptr;
   Scheduler* scheduler = nullptr;
@@ -41,12 +42,16 @@ struct FiberControl {
   bool interruptible_wait = false;
   bool interrupt_requested = false;
   bool is_main = false;
-  std::uint32_t refs = 0;  // the running fiber holds one, a joinable handle another
+  bool on_shared_stack = false;  // StackMode::shared: runs on the worker's SharedStack
+  std::uint32_t refs = 0;        // the running fiber holds one, a joinable handle another
   std::uint64_t id = 0;
   FiberEntry* entry = nullptr;
   Waiter* joiner = nullptr;
   FiberLocals* locals = nullptr;
-  Stack stack;
+  Stack stack;                       // own stack (empty for a shared-stack fiber)
+  void* saved_stack = nullptr;       // shared stack: its used part while parked (heap)
+  std::uint32_t saved_size = 0;      // bytes in saved_stack
+  std::uint32_t saved_capacity = 0;  // bytes allocated for saved_stack
   SanitizerContext sanitizer;
   char name[32] = {};
 

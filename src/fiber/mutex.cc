@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "tern/fiber/detail/parked_node.h"
+
 namespace tern {
 
 void Mutex::lock() { try_lock_until(kNoDeadline); }
@@ -20,10 +22,10 @@ bool Mutex::try_lock_until(Deadline deadline) {
     guard_.unlock();
     return true;
   }
-  detail::Waiter waiter;
-  waiter.fiber = detail::current_fiber("tern::Mutex::lock");
-  detail::wait_in(guard_, waiters_, waiter, deadline, false);
-  return waiter.fired;  // fired: unlock() handed the lock over
+  const detail::ParkedNode<detail::Waiter> waiter(detail::parks_off_stack());
+  waiter->fiber = detail::current_fiber("tern::Mutex::lock");
+  detail::wait_in(guard_, waiters_, *waiter, deadline, false);
+  return waiter->fired;  // fired: unlock() handed the lock over
 }
 
 void Mutex::unlock() noexcept {

@@ -102,6 +102,10 @@ Scheduler::Scheduler(RuntimeState* runtime, std::size_t index, std::unique_ptr<P
 }
 
 Scheduler::~Scheduler() {
+  if (copier_stack_.mapping != nullptr) {
+    sanitizer_destroy(copier_.sanitizer);
+    unmap_stack(copier_stack_);
+  }
   {
     LiveSchedulers& live = live_schedulers();
     std::lock_guard lock(live.mutex);
@@ -238,6 +242,8 @@ void Scheduler::stop_profiler() {
 
 Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
                                           std::size_t entry_align) {
+  if (options.stack_mode == StackMode::shared) [[unlikely]]
+    return create_shared_fiber(options, entry_size, entry_align);
   Result<Stack> stack = stacks_.take(options.stack_size);
   if (!stack) return fail(stack.error());
   const auto base = reinterpret_cast<std::uintptr_t>(stack->base);
@@ -273,6 +279,10 @@ void Scheduler::start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinabl
 }
 
 void Scheduler::abandon_fiber(FiberControl* fiber) noexcept {
+  if (fiber->on_shared_stack) [[unlikely]] {
+    free_shared_fiber(fiber);
+    return;
+  }
   const Stack stack = fiber->stack;
   sanitizer_destroy(fiber->sanitizer);
   fiber->~FiberControl();
@@ -314,6 +324,13 @@ void Scheduler::finish_running() noexcept {
 
 void Scheduler::switch_to(FiberControl* next) noexcept {
   FiberControl* prev = running_;
+  if (next->on_shared_stack) [[unlikely]] {
+    if (prev->on_shared_stack) {
+      switch_via_copier(prev, next);
+      return;
+    }
+    shared_stack_.load(next, &Scheduler::fiber_main);
+  }
   running_ = next;
   sanitizer_before_switch(prev->sanitizer, next->sanitizer, prev->state == FiberState::finished);
   next->state = FiberState::running;
@@ -323,6 +340,10 @@ void Scheduler::switch_to(FiberControl* next) noexcept {
 }
 
 void Scheduler::after_switch(FiberControl* from) noexcept {
+  if (from->on_shared_stack) [[unlikely]] {
+    settle_shared(from);
+    return;
+  }
   if (from->state == FiberState::finished) release(from);
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "fiber_control.h"
+#include "shared_stack.h"
 #include "spare_cpu.h"
 #include "stack.h"
 #include "tern/base/intrusive_list.h"
@@ -94,6 +95,15 @@ class Scheduler {
   [[noreturn]] static void fiber_main(void* from);
   void switch_to(FiberControl* next) noexcept;
   void after_switch(FiberControl* from) noexcept;
+  // Shared stacks (scheduler_shared.cc).
+  Result<FiberSlot> create_shared_fiber(const FiberOptions& options, std::size_t entry_size,
+                                        std::size_t entry_align);
+  void free_shared_fiber(FiberControl* fiber) noexcept;
+  // A switch from one shared-stack fiber to another, through the copier context.
+  void switch_via_copier(FiberControl* prev, FiberControl* next) noexcept;
+  [[noreturn]] static void copier_main(void* from);
+  // After a switch away from a shared-stack fiber: copies it out (or frees a finished one).
+  void settle_shared(FiberControl* from) noexcept;
   void suspend() noexcept;
   [[noreturn]] void finish_running() noexcept;
   void push_ready(FiberControl* fiber) noexcept { run_queue_.push_back(*fiber); }
@@ -136,6 +146,12 @@ class Scheduler {
   MpscQueue remote_tasks_;
   TimerHeap timers_;
   StackPool stacks_;
+  SharedStack shared_stack_;
+  // The context that copies frames off and onto the shared stack between two of its fibers.
+  FiberControl copier_;
+  Stack copier_stack_;
+  FiberControl* copier_from_ = nullptr;
+  FiberControl* copier_to_ = nullptr;
   std::uint32_t switch_ticks_ = 0;
   std::uint64_t next_id_ = 0;
   std::uint64_t last_id_ = 0;

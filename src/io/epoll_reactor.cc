@@ -16,6 +16,7 @@
 #include "reactor.h"
 #include "tern/base/assert.h"
 #include "tern/base/detail/sys_calls.h"
+#include "tern/fiber/detail/parked_node.h"
 #include "tern/fiber/detail/waiter.h"
 #include "tern/fiber/fiber.h"
 #include "tern/prof/loop_profiler.h"
@@ -143,7 +144,8 @@ class EpollReactor final : public Reactor {
       if (!writable) state.drained = false;
       return {};
     }
-    Waiter waiter;
+    const tern::detail::ParkedNode<Waiter> node(tern::detail::parks_off_stack());
+    Waiter& waiter = *node;
     waiter.fiber = tern::detail::current_fiber("tern::io");
     tern::detail::begin_wait(waiter.fiber);
     WaitList& queue = writable ? state.writers : state.readers;

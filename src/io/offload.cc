@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "tern/fiber/detail/parked_node.h"
 #include "tern/fiber/detail/waiter.h"
 
 namespace tern::io {
@@ -75,7 +76,8 @@ Pool& pool() {
 namespace detail {
 
 void offload_erased(std::move_only_function<void()> work) {
-  Job job;
+  const tern::detail::ParkedNode<Job> node(tern::detail::parks_off_stack());
+  Job& job = *node;
   job.run = std::move(work);
   job.waiter.fiber = tern::detail::current_fiber("tern::io::offload");
   tern::detail::begin_wait(job.waiter.fiber);

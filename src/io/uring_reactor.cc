@@ -14,6 +14,7 @@
 
 #include "reactor.h"
 #include "tern/base/detail/sys_calls.h"
+#include "tern/fiber/detail/parked_node.h"
 #include "tern/fiber/detail/waiter.h"
 #include "tern/prof/loop_profiler.h"
 
@@ -25,7 +26,8 @@ constexpr unsigned kRingEntries = 1024;
 constexpr std::uint64_t kIgnoredTag = 0;  // completions of cancel requests
 constexpr std::uint64_t kWakeTag = 1;     // the eventfd that unpark() writes
 
-// One operation in flight; lives on the waiting fiber's stack until its completion arrives.
+// One operation in flight; lives on the waiting fiber's stack (the heap for a shared-stack
+// fiber) until its completion arrives.
 struct UringOp {
   tern::detail::Waiter waiter;
   int result = 0;
@@ -96,17 +98,28 @@ class UringReactor final : public Reactor {
   }
 
   Result<std::size_t> read(int fd, void* buf, std::size_t len, Deadline deadline) override {
+    if (tern::detail::parks_off_stack())
+      return by_readiness(fd, false, deadline,
+                          [&] { return tern::detail::sys.read(fd, buf, len); });
     return bytes(fd, false, deadline, [&](io_uring_sqe* sqe) {
       io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(len), static_cast<__u64>(-1));
     });
   }
   Result<std::size_t> write(int fd, const void* buf, std::size_t len, Deadline deadline) override {
+    if (tern::detail::parks_off_stack())
+      return by_readiness(fd, true, deadline,
+                          [&] { return tern::detail::sys.write(fd, buf, len); });
     return bytes(fd, true, deadline, [&](io_uring_sqe* sqe) {
       io_uring_prep_write(sqe, fd, buf, static_cast<unsigned>(len), static_cast<__u64>(-1));
     });
   }
   Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
                            Deadline deadline) override {
+    if (tern::detail::parks_off_stack()) {
+      return by_readiness(fd, false, deadline, [&] {
+        return tern::detail::sys.recv(fd, buf, len, flags | MSG_DONTWAIT);
+      });
+    }
     // After a recv that emptied the socket's queue, the next one would only fail its first
     // attempt: ask the kernel to wait for data before trying (one failed receive less per
     // message in request/reply traffic). If data is there already, the poll fires at once.
@@ -129,17 +142,32 @@ class UringReactor final : public Reactor {
   }
   Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
                            Deadline deadline) override {
+    if (tern::detail::parks_off_stack()) {
+      return by_readiness(fd, true, deadline, [&] {
+        return tern::detail::sys.send(fd, buf, len, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+      });
+    }
     return bytes(fd, true, deadline, [&](io_uring_sqe* sqe) {
       io_uring_prep_send(sqe, fd, buf, len, flags | MSG_NOSIGNAL);
     });
   }
   Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) override {
+    if (tern::detail::parks_off_stack()) {
+      return by_readiness(fd, false, deadline, [&] {
+        return tern::detail::sys.recvmsg(fd, message, flags | MSG_DONTWAIT);
+      });
+    }
     return bytes(fd, false, deadline, [&](io_uring_sqe* sqe) {
       io_uring_prep_recvmsg(sqe, fd, message, static_cast<unsigned>(flags));
     });
   }
   Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags,
                               Deadline deadline) override {
+    if (tern::detail::parks_off_stack()) {
+      return by_readiness(fd, true, deadline, [&] {
+        return tern::detail::sys.sendmsg(fd, message, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+      });
+    }
     return bytes(fd, true, deadline, [&](io_uring_sqe* sqe) {
       io_uring_prep_sendmsg(sqe, fd, message, static_cast<unsigned>(flags | MSG_NOSIGNAL));
     });
@@ -158,7 +186,8 @@ class UringReactor final : public Reactor {
       }
       if (!multishot_accept_) return accept_once(fd, peer, length, deadline);
       if (!stream.armed) arm_accept(stream);
-      tern::detail::Waiter waiter;
+      const tern::detail::ParkedNode<tern::detail::Waiter> node(tern::detail::parks_off_stack());
+      tern::detail::Waiter& waiter = *node;
       waiter.fiber = tern::detail::current_fiber("tern::io::accept");
       tern::detail::begin_wait(waiter.fiber);
       stream.waiters.push_back(waiter);
@@ -175,6 +204,12 @@ class UringReactor final : public Reactor {
   }
   Result<void> connect(int fd, const sockaddr* address, socklen_t length,
                        Deadline deadline) override {
+    if (tern::detail::parks_off_stack()) {  // the address may be on the shared stack
+      if (tern::detail::sys.connect(fd, address, length) == 0) return {};
+      if (errno != EINPROGRESS && errno != EAGAIN) return fail(errno_code(errno));
+      if (Result<void> ready = wait_ready(fd, true, deadline); !ready) return ready;
+      return connect_outcome(fd);
+    }
     Result<int> done =
         run(deadline, [&](io_uring_sqe* sqe) { io_uring_prep_connect(sqe, fd, address, length); });
     if (done) return {};
@@ -210,6 +245,14 @@ class UringReactor final : public Reactor {
 
  private:
   Result<int> accept_once(int fd, sockaddr* peer, socklen_t* length, Deadline deadline) {
+    if (tern::detail::parks_off_stack()) {
+      Result<std::size_t> accepted = by_readiness(fd, false, deadline, [&] {
+        return static_cast<ssize_t>(
+            tern::detail::sys.accept4(fd, peer, length, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      });
+      if (!accepted) return fail(accepted.error());
+      return static_cast<int>(*accepted);
+    }
     Result<std::size_t> accepted = bytes(fd, false, deadline, [&](io_uring_sqe* sqe) {
       io_uring_prep_accept(sqe, fd, peer, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
     });
@@ -270,6 +313,23 @@ class UringReactor final : public Reactor {
       tern::detail::wake(*waiter);
   }
 
+  // A shared-stack fiber's buffers, iovecs and addresses may be on the shared stack, whose bytes
+  // move while it is parked: the kernel must not hold them across a park. Such a fiber calls the
+  // non-blocking system call itself and waits for readiness (a poll that holds no pointer) when
+  // it would block.
+  template <typename Call>
+  Result<std::size_t> by_readiness(int fd, bool writable, Deadline deadline, Call call) {
+    for (;;) {
+      const ssize_t n = call();
+      if (n >= 0) return static_cast<std::size_t>(n);
+      const int err = errno;
+      if (err == EINTR) continue;
+      if (err != EAGAIN && err != EWOULDBLOCK) return fail(errno_code(err));
+      if (Result<void> ready = wait_ready(fd, writable, deadline); !ready)
+        return fail(ready.error());
+    }
+  }
+
   // Runs one operation; on EAGAIN (a non-blocking fd the kernel did not poll for us) waits for
   // readiness and submits it again.
   template <typename Prep>
@@ -289,7 +349,8 @@ class UringReactor final : public Reactor {
   // be using the caller's buffers until then.
   template <typename Prep>
   Result<int> run(Deadline deadline, Prep prep, unsigned* cqe_flags = nullptr) {
-    UringOp op;
+    const tern::detail::ParkedNode<UringOp> node(tern::detail::parks_off_stack());
+    UringOp& op = *node;
     op.waiter.fiber = tern::detail::current_fiber("tern::io");
     io_uring_sqe* sqe = next_sqe();
     prep(sqe);

@@ -14,6 +14,7 @@
 #include "tern/base/clock.h"
 #include "tern/base/result.h"
 #include "tern/base/spin_lock.h"
+#include "tern/fiber/detail/parked_node.h"
 #include "tern/fiber/detail/waiter.h"
 
 namespace tern {
@@ -173,11 +174,16 @@ Result<void> Channel<T>::send_until(T value, Deadline deadline) {
       guard_.unlock();
       return fail(Errc::closed);
     }
-    detail::Waiter waiter;
-    waiter.slot = &value;
-    const std::error_code result = detail::wait_in(guard_, senders_, waiter, deadline, true);
-    if (!waiter.fired) return fail(result);
-    if (!waiter.closed) return {};  // a receiver moved the value into the buffer
+    // A shared-stack sender parks its value off the stack, where a receiver can take it.
+    const bool off_stack = detail::parks_off_stack();
+    const detail::ParkedNode<detail::Waiter> waiter(off_stack);
+    const detail::ParkedNode<std::optional<T>> parked(off_stack);
+    waiter->slot = &value;
+    if (off_stack) waiter->slot = &parked->emplace(std::move(value));
+    const std::error_code result = detail::wait_in(guard_, senders_, *waiter, deadline, true);
+    if (off_stack) value = std::move(**parked);
+    if (!waiter->fired) return fail(result);
+    if (!waiter->closed) return {};  // a receiver moved the value into the buffer
   }
 }
 
@@ -204,12 +210,14 @@ Result<T> Channel<T>::recv_until(Deadline deadline) {
     guard_.unlock();
     return fail(Errc::closed);
   }
-  detail::Waiter waiter;
-  waiter.slot = &out;
-  const std::error_code result = detail::wait_in(guard_, receivers_, waiter, deadline, true);
-  if (!waiter.fired) return fail(result);
-  if (waiter.closed) return fail(Errc::closed);
-  return std::move(*out);
+  const bool off_stack = detail::parks_off_stack();
+  const detail::ParkedNode<detail::Waiter> waiter(off_stack);
+  const detail::ParkedNode<std::optional<T>> parked(off_stack);  // what a sender hands over
+  waiter->slot = parked.get();
+  const std::error_code result = detail::wait_in(guard_, receivers_, *waiter, deadline, true);
+  if (!waiter->fired) return fail(result);
+  if (waiter->closed) return fail(Errc::closed);
+  return std::move(**parked);
 }
 
 template <typename T>
@@ -245,10 +253,15 @@ template <typename A, typename B>
   bool a_open = true;
   bool b_open = true;
   for (;;) {
-    std::optional<A> from_a;
-    std::optional<B> from_b;
-    detail::Waiter wait_a;
-    detail::Waiter wait_b;
+    const bool off_stack = detail::parks_off_stack();
+    const detail::ParkedNode<std::optional<A>> parked_a(off_stack);
+    const detail::ParkedNode<std::optional<B>> parked_b(off_stack);
+    const detail::ParkedNode<detail::Waiter> waiter_a(off_stack);
+    const detail::ParkedNode<detail::Waiter> waiter_b(off_stack);
+    std::optional<A>& from_a = *parked_a;
+    std::optional<B>& from_b = *parked_b;
+    detail::Waiter& wait_a = *waiter_a;
+    detail::Waiter& wait_b = *waiter_b;
     wait_a.fiber = wait_b.fiber = self;
     wait_a.slot = &from_a;
     wait_b.slot = &from_b;
