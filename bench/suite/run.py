@@ -383,7 +383,7 @@ def results_to_prune(directory, latest):
         newest[kind] = name  # sorted by stamp
     prune = []
     for name, kind in passes:
-        if os.path.join(directory, name) == os.path.abspath(latest):
+        if os.path.abspath(os.path.join(directory, name)) == os.path.abspath(latest):
             continue
         if kind in ("quick", "full") and name != newest[kind]:
             prune.append(name)
