@@ -196,30 +196,44 @@ void TcpServer::accept_loop(WorkerState& worker) {
     if (target != worker.index) {
       WorkerState* owner = shared_->workers[target].get();
       const int fd = stream->socket().release();
-      if (!tern::post(target, [this, owner, fd] { serve(TcpStream(Socket(fd)), *owner); })) {
+      const bool own_stack = options_.stack_mode == StackMode::own;
+      const auto run = [this, owner, fd, own_stack] {
+        // A posted task runs on a fiber with a stack of its own: a shared-stack connection
+        // gets a fiber of its own instead.
+        if (own_stack) {
+          serve(TcpStream(Socket(fd)), *owner);
+        } else {
+          start_connection(TcpStream(Socket(fd)), *owner);
+        }
+      };
+      if (!tern::post(target, run)) {
         Socket(fd).close();
         shared_->open.fetch_sub(1, std::memory_order_acq_rel);
         shared_->connections.done();
       }
     } else {
-      Result<Fiber> connection = try_spawn(
-          [this, &worker, s = std::move(*stream)]() mutable { serve(std::move(s), worker); },
-          {.name = options_.name});
-      if (connection) {
-        connection->detach();
-      } else {
-        // No memory for its stack: this connection is closed (the callable that held its stream
-        // is gone) and counted as a failed accept; the server keeps accepting.
-        shared_->accepted.fetch_sub(1, std::memory_order_relaxed);
-        shared_->accept_errors.fetch_add(1, std::memory_order_relaxed);
-        shared_->open.fetch_sub(1, std::memory_order_acq_rel);
-        shared_->connections.done();
-        TERN_PEER_LOG_WARN("cannot start a fiber for a connection, closing it: {}",
-                           connection.error().message());
-      }
+      start_connection(std::move(*stream), worker);
     }
   }
   shared_->acceptors.done();
+}
+
+void TcpServer::start_connection(TcpStream stream, WorkerState& worker) {
+  Result<Fiber> connection =
+      try_spawn([this, &worker, s = std::move(stream)]() mutable { serve(std::move(s), worker); },
+                {.name = options_.name, .stack_mode = options_.stack_mode});
+  if (connection) {
+    connection->detach();
+  } else {
+    // No memory for its stack: this connection is closed (the callable that held its stream
+    // is gone) and counted as a failed accept; the server keeps accepting.
+    shared_->accepted.fetch_sub(1, std::memory_order_relaxed);
+    shared_->accept_errors.fetch_add(1, std::memory_order_relaxed);
+    shared_->open.fetch_sub(1, std::memory_order_acq_rel);
+    shared_->connections.done();
+    TERN_PEER_LOG_WARN("cannot start a fiber for a connection, closing it: {}",
+                       connection.error().message());
+  }
 }
 
 void TcpServer::serve(TcpStream stream, WorkerState& worker) {

@@ -23,6 +23,7 @@
 #include "tern/fiber/sanitizer.h"
 #include "tern/fiber/wait_group.h"
 #include "tern/net/tcp_listener.h"
+#include "tern/net/tcp_server.h"
 #include "tern/net/tcp_stream.h"
 
 namespace {
@@ -254,6 +255,58 @@ TEST(SharedStack, SocketReadsIntoStackBuffersWhileParked) {
     }
     for (tern::Fiber& reader : readers) reader.join();
     EXPECT_EQ(matched.load(), kFibers);
+  });
+}
+
+// A TcpServer whose connection fibers run on the shared stack, on two workers (connections
+// handed across workers too): idle connections park in a read, then each echoes once.
+TEST(SharedStack, ServerHoldsIdleConnectionsOnTheSharedStack) {
+  static constexpr std::size_t kConnections = 200;
+  run_on(2, [] {
+    for (const tern::net::AcceptMode mode :
+         {tern::net::AcceptMode::round_robin, tern::net::AcceptMode::reuse_port}) {
+      tern::net::TcpServer server(
+          {.accept_mode = mode, .stack_mode = tern::StackMode::shared},
+          [](tern::net::TcpStream& stream) {
+            std::array<std::byte, 128> buf;  // on the shared stack
+            for (;;) {
+              tern::Result<std::size_t> n = stream.read(buf);
+              if (!n || *n == 0) return;
+              if (!stream.write_all(std::span<const std::byte>(buf.data(), *n))) return;
+            }
+          });
+      tern::Result<tern::net::Address> bound = server.start(tern::net::Address::loopback(0));
+      ASSERT_TRUE(bound);
+      std::vector<tern::net::TcpStream> clients;
+      for (std::size_t i = 0; i < kConnections; ++i) {
+        tern::Result<tern::net::TcpStream> client =
+            tern::net::TcpStream::connect(*bound, patience());
+        ASSERT_TRUE(client);
+        clients.push_back(std::move(*client));
+      }
+      ASSERT_TRUE(tern_test::wait_until_condition(
+          [&] { return server.stats().open == kConnections; }, patience()));
+      for (std::size_t i = 0; i < kConnections; ++i) {
+        const std::string text = "idle " + std::to_string(i);
+        ASSERT_TRUE(clients[i].write_all(tern_test::bytes_of(text), patience()));
+      }
+      for (std::size_t i = 0; i < kConnections; ++i) {
+        std::array<std::byte, 128> back{};
+        std::size_t got = 0;
+        const std::string text = "idle " + std::to_string(i);
+        while (got < text.size()) {
+          tern::Result<std::size_t> n =
+              clients[i].read(std::span(back.data() + got, back.size() - got), patience());
+          ASSERT_TRUE(n);
+          ASSERT_GT(*n, 0u);
+          got += *n;
+        }
+        EXPECT_EQ(tern_test::text_of(std::span(back.data(), got)), text);
+      }
+      clients.clear();
+      EXPECT_EQ(server.stop(patience()), 0u);
+      EXPECT_EQ(server.stats().accepted, kConnections);
+    }
   });
 }
 

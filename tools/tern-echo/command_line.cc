@@ -49,6 +49,11 @@ std::optional<int> parse_command_line(int argc, char** argv, EchoOptions& option
                  "the interval of --min-progress, milliseconds")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{3'600'000}));
+  app.add_option("--stack-mode", options.stack_mode,
+                 "own (a stack per connection fiber) or shared (the worker's shared stack, the "
+                 "used part copied out while a connection waits: less memory per idle "
+                 "connection, a copy per wait)")
+      ->capture_default_str();
   app.add_option("--tls-cert", options.tls_cert,
                  "serve TLS with this PEM certificate chain (with --tls-key; --mode echo)");
   app.add_option("--tls-key", options.tls_key, "the PEM private key of --tls-cert");

@@ -28,9 +28,10 @@ struct EchoOptions {
   std::uint64_t idle_timeout_ms = 300'000;
   std::size_t min_progress = 64;  // bytes per progress interval (0: no check)
   std::uint64_t progress_interval_ms = 10'000;
-  std::string idle_poll;  // --idle-poll's text; empty: not given
-  std::string tls_cert;   // PEM certificate chain: serve TLS (with tls_key)
-  std::string tls_key;    // PEM private key of tls_cert
+  std::string idle_poll;           // --idle-poll's text; empty: not given
+  std::string tls_cert;            // PEM certificate chain: serve TLS (with tls_key)
+  std::string tls_key;             // PEM private key of tls_cert
+  std::string stack_mode = "own";  // connection fibers: own or shared stacks
 };
 
 // Parses argv into `options`. Returns the exit status when the program ends here (0 after

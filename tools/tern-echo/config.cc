@@ -79,6 +79,15 @@ std::optional<EchoConfig> validate_options(const EchoOptions& options, std::stri
     why = "--tls-cert: TLS is served in --mode echo only";
     return std::nullopt;
   }
+  if (options.stack_mode != "own" && options.stack_mode != "shared") {
+    why = "--stack-mode " + options.stack_mode + ": expected own or shared";
+    return std::nullopt;
+  }
+  config.stack_mode = options.stack_mode == "shared" ? StackMode::shared : StackMode::own;
+  if (config.stack_mode == StackMode::shared && !options.tls_cert.empty()) {
+    why = "--stack-mode shared serves plain TCP only, not --tls-cert";
+    return std::nullopt;
+  }
   config.tls_cert = options.tls_cert;
   config.tls_key = options.tls_key;
   config.threads = options.threads;

@@ -46,6 +46,7 @@ struct EchoConfig {
   std::optional<std::chrono::microseconds> idle_poll;
   std::string tls_cert;  // both set: TLS (serve_tls.h)
   std::string tls_key;
+  StackMode stack_mode = StackMode::own;  // of the connection fibers
 };
 
 // Checks `options` and builds the configuration; on a wrong value returns nullopt with `why`

@@ -36,6 +36,7 @@ int run_server(const EchoConfig& config) {
   options.min_bytes_per_interval = config.min_progress;
   options.progress_interval = config.progress_interval;
   options.name = std::string("echo-") + to_string(config.mode);
+  options.stack_mode = config.stack_mode;
   if (!config.tls_cert.empty()) return run_tls_server(config, options);
   net::TcpServer server(options,
                         [&config](net::TcpStream& stream) { serve_connection(stream, config); });

@@ -10,6 +10,7 @@
 
 #include "tern/base/clock.h"
 #include "tern/base/result.h"
+#include "tern/fiber/fiber_options.h"
 #include "tern/net/address.h"
 #include "tern/net/tcp_listener.h"
 #include "tern/net/tcp_stream.h"
@@ -53,6 +54,11 @@ struct ServerOptions {
   // Names each connection's fiber on every worker (profiler, fiber dumps, log lines; up to 31
   // characters are kept).
   std::string name = "connection";
+  // Where each connection's fiber keeps its stack. StackMode::shared suits many mostly idle
+  // connections: a parked connection keeps only the part of the stack it used (copied to the
+  // heap) instead of a stack of its own; the handler must follow the rules of docs/fibers.md
+  // ("Shared stacks").
+  StackMode stack_mode = StackMode::own;
   ListenOptions listen{};
 };
 
@@ -96,6 +102,9 @@ class TcpServer {
   struct Shared;
   void accept_loop(WorkerState& worker);
   void serve(TcpStream stream, WorkerState& worker);
+  // Runs serve() in a fiber of its own on the calling worker (closing the connection if none
+  // can be made).
+  void start_connection(TcpStream stream, WorkerState& worker);
   void watch_progress(WorkerState& worker);
   bool admit();
 
