@@ -10,6 +10,7 @@
 #include "load_balancer.h"
 #include "naming.h"
 #include "protobuf_log.h"
+#include "tern/fiber/detail/parked_node.h"
 #include "tern/fiber/runtime.h"
 #include "tern/net/address.h"
 #include "tern/rpc/server_context.h"
@@ -33,6 +34,18 @@ void check_worker([[maybe_unused]] const Channel::Impl* impl,
         operation, here, impl->owner_worker, impl->owner_worker);
   }
 #endif
+}
+
+// A call's records (its reply, context, wait) live on the calling fiber's stack and the
+// connection's reader fills them while it is parked: never on a shared stack, whose bytes move.
+void check_own_stack(const char* operation) {
+  if (tern::detail::parks_off_stack()) {
+    TERN_FATAL(
+        "tern::rpc::Channel::{} called from a shared-stack fiber (StackMode::shared): a call's "
+        "state lives on the caller's stack while the reply arrives; call from a fiber with a "
+        "stack of its own (docs/guide.md, \"Shared stacks\")",
+        operation);
+  }
 }
 
 std::string_view trim(std::string_view text) noexcept {
@@ -348,6 +361,7 @@ Status Channel::call(ClientContext& context, std::string_view service, std::stri
                      const google::protobuf::MessageLite& request,
                      google::protobuf::MessageLite& reply) {
   check_worker(impl_.get(), "call");
+  check_own_stack("call");
   return call_on(*impl_, context, service, method, request, reply);
 }
 
@@ -568,6 +582,7 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
 Status Channel::notify(ClientContext& context, std::string_view service, std::string_view method,
                        const google::protobuf::MessageLite& request) {
   check_worker(impl_.get(), "notify");
+  check_own_stack("notify");
   Impl& impl = *impl_;
   ++impl.stats.calls;
   Status status;
@@ -599,6 +614,7 @@ Status Channel::notify(ClientContext& context, std::string_view service, std::st
 StreamCall Channel::open_stream(ClientContext& context, std::string_view service,
                                 std::string_view method) {
   check_worker(impl_.get(), "open_stream");
+  check_own_stack("open_stream");
   Impl& impl = *impl_;
   ++impl.stats.streams;
   Status status;
@@ -626,6 +642,7 @@ StreamCall Channel::open_stream(ClientContext& context, std::string_view service
 
 Status Channel::wait_connected(Deadline deadline) {
   check_worker(impl_.get(), "wait_connected");
+  check_own_stack("wait_connected");
   for (;;) {
     if (impl_->closing) return Status(StatusCode::cancelled, "the channel was closed");
     impl_->state_changed.reset();
