@@ -240,9 +240,30 @@ TEST(TernEcho, ReusePortAcceptServesToo) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// --stack-mode shared: connection fibers on the workers' shared stacks, and echo's lean read
+// buffer (given back between bursts); bursts of several sizes, some larger than --buf.
+TEST(TernEcho, SharedStackModeEchoesBursts) {
+  EchoServer server({"--stack-mode", "shared", "--buf", "4096"});
+  ASSERT_GT(server.port(), 0) << server.first_line();
+  for (int connection = 0; connection < 3; ++connection) {
+    with_connection(server, [](TcpStream& stream) {
+      for (const std::size_t size : {1, 100, 4096, 10000, 3}) {
+        std::string payload(size, 'x');
+        for (std::size_t i = 0; i < size; ++i) payload[i] = static_cast<char>('a' + i % 26);
+        ASSERT_TRUE(stream.write_all(bytes_of(payload), tern::deadline_after(30s)));
+        std::string reply(size, '\0');
+        ASSERT_TRUE(
+            stream.read_exact(std::as_writable_bytes(std::span(reply)), tern::deadline_after(30s)));
+        EXPECT_EQ(reply, payload);
+      }
+    });
+  }
+  EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(TernEcho, RejectsBadOptionsWithAMessage) {
-  for (const char* bad :
-       {"--mode=nonsense", "--io=kqueue", "--accept=random", "--threads=x", "--no-such-option"}) {
+  for (const char* bad : {"--mode=nonsense", "--io=kqueue", "--accept=random", "--threads=x",
+                          "--no-such-option", "--stack-mode=tiny"}) {
     EchoServer server({bad});
     EXPECT_EQ(server.port(), 0);
     EXPECT_EQ(server.wait(), 2) << bad;

@@ -52,7 +52,8 @@ std::optional<int> parse_command_line(int argc, char** argv, EchoOptions& option
   app.add_option("--stack-mode", options.stack_mode,
                  "own (a stack per connection fiber) or shared (the worker's shared stack, the "
                  "used part copied out while a connection waits: less memory per idle "
-                 "connection, a copy per wait)")
+                 "connection, a copy per wait; --mode echo then also frees its read buffer "
+                 "whenever the socket is empty)")
       ->capture_default_str();
   app.add_option("--tls-cert", options.tls_cert,
                  "serve TLS with this PEM certificate chain (with --tls-key; --mode echo)");

@@ -36,6 +36,21 @@ void echo_stream(net::TcpStream& stream, std::size_t buf_size) {
   }
 }
 
+void echo_stream_lean(net::TcpStream& stream, std::size_t buf_size) {
+  std::unique_ptr<std::byte[]> storage;
+  for (;;) {
+    if (!storage) {
+      if (!stream.wait_readable()) return;
+      storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
+    }
+    const std::span buf(storage.get(), buf_size);
+    Result<std::size_t> n = stream.read(buf);
+    if (!n || *n == 0) return;
+    if (!stream.write_all(buf.first(*n))) return;
+    if (*n < buf_size) storage.reset();  // a short read: the socket is (most likely) empty
+  }
+}
+
 void discard_stream(net::TcpStream& stream, std::size_t buf_size) {
   const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
   const std::span buf(storage.get(), buf_size);
@@ -105,6 +120,7 @@ void serve_connection(net::TcpStream& stream, const EchoConfig& config) {
   (void)stream.set_nodelay();
   switch (config.mode) {
     case EchoMode::echo:
+      if (config.stack_mode == StackMode::shared) return echo_stream_lean(stream, config.buf);
       return echo_stream(stream, config.buf);
     case EchoMode::discard:
       return discard_stream(stream, config.buf);

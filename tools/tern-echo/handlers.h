@@ -13,6 +13,11 @@ namespace tern::echo {
 // echo: writes back whatever arrives (report 003's pingpong, report 004's sessions).
 void echo_stream(net::TcpStream& stream, std::size_t buf_size);
 
+// echo for --stack-mode shared, lean on memory: holds the read buffer only while bytes are
+// there, and gives it back whenever a read left the socket empty, so a connection idle between
+// bursts costs no buffer (a malloc and free per burst instead).
+void echo_stream_lean(net::TcpStream& stream, std::size_t buf_size);
+
 // discard: reads and drops everything (report 000's "server discards input").
 void discard_stream(net::TcpStream& stream, std::size_t buf_size);
 
