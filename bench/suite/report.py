@@ -102,7 +102,8 @@ def figure_of(name):
 # The figure by which a comparison table picks each server's median round.
 ROUND_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s",
                 "hook-redis": "rps", "hook-pingpong": "mb_per_s", "hook-rpc": "tps",
-                "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s"}
+                "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s",
+                "failover": "p99_window_ms"}
 
 
 def round_key(run):
@@ -845,6 +846,59 @@ class Report:
         self.write(table(["handshakes"] + [f"{s}: CPU per session, per CPU-s" for s in servers],
                          cpu_rows))
 
+    def failover(self):
+        runs = [r for r in self.all_runs if r.get("suite", {}).get("table") == "failover"]
+        if not runs:
+            return
+        rounds = max(r["suite"].get("rounds", 1) for r in runs)
+        params = next((r["params"] for r in runs if r.get("params", {}).get("concurrency")), {})
+        self.write("## Failover: a server killed or stopped under load\n")
+        self.write(
+            "Three `tern-rpc-server` processes on 127.0.0.1 (one thread each) and one "
+            "`tern-bench failover` client (docs/benchmark-methods.md, \"Failover\"): "
+            f"{params.get('concurrency', '?')} fibers call BenchmarkService/Say one after another "
+            "through one channel over the three servers at the channel's defaults (round robin, "
+            "up to 2 retries on other endpoints within the retry budget), each call with a "
+            f"{fmt(params.get('timeout_s'))} s deadline; the calls of "
+            f"{params.get('non_idempotent', '?')} of those fibers are not idempotent. After "
+            f"{fmt(params.get('fault_after_s'))} s of load the client sends SIGKILL to the second "
+            "server (or SIGTERM: its goaway and graceful stop), client and servers on one backend. "
+            "**first retry**: from the signal to the first call that succeeded on another server "
+            "after an attempt on the stopped one. **lost**: idempotent calls that did not "
+            "succeed (target 0). **status**: calls that are not idempotent and returned a "
+            "status instead of a reply (after SIGKILL, the ones the dead server may have run, "
+            "which are never sent twice; after SIGTERM the target is 0). **late**: calls that "
+            "returned more than 100 ms past their deadline (target 0). p99 and calls/s over the "
+            f"{fmt(params.get('window_s'))} s before the signal and the same span after it. "
+            f"Each cell is the median of {rounds} round(s), every round in brackets. No peer "
+            "runs this table: its figures are times and counts held against targets.\n")
+        faults = {"kill": "SIGKILL", "term": "SIGTERM (goaway)"}
+        backends = {"tern": "epoll", "tern-uring": "io_uring"}
+        rows = []
+        for fault, fault_name in faults.items():
+            for server, backend in backends.items():
+                here = [r for r in runs if server_of(r) == server and
+                        r.get("params", {}).get("fault", fault) == fault and
+                        r["suite"].get("group", f"failover {fault}") == f"failover {fault}"]
+                if not here:
+                    continue
+                marks = "" if all(r.get("verified") for r in here) else " ✗"
+
+                def cell(key, digits=3):
+                    values = [fig(r, key) for r in here]
+                    known = sorted(v for v in values if v is not None)
+                    median = known[(len(known) - 1) // 2] if known else None
+                    each = " / ".join(fmt(v, digits) for v in values)
+                    return fmt(median, digits) + (f" ({each})" if len(values) > 1 else "")
+
+                rows.append([fault_name, backend, cell("first_retry_ms") + marks,
+                             cell("idempotent_lost"), cell("non_idempotent_status"),
+                             cell("late_calls"),
+                             f"{cell('p99_before_ms')} → {cell('p99_window_ms')}",
+                             f"{cell('calls_per_s_before')} → {cell('calls_per_s_window')}"])
+        self.write(table(["fault", "backend", "first retry, ms", "lost", "status", "late",
+                          "p99 before → after, ms", "calls/s before → after"], rows))
+
     def problems(self):
         bad = [r for r in self.all_runs if r.get("suite", {}).get("problem")]
         if not bad:
@@ -881,6 +935,7 @@ class Report:
         self.sessions()
         self.hooks()
         self.tls()
+        self.failover()
         self.problems()
         if plots:
             self.plots(plot_python, os.path.join(os.path.dirname(output_path), "plots"))

@@ -29,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import failover  # noqa: E402
 import hooks  # noqa: E402
 import machine  # noqa: E402
 import servers  # noqa: E402
@@ -280,6 +281,31 @@ class Suite:
             self.failures.append(f"{describe_cell(cell)}: {problem}")
         return [run]
 
+    def run_failover_cell(self, cell):
+        """Runs a failover-table cell (failover.py: three servers, tern-bench failover); returns
+        its runs."""
+        quiet = self.wait_for_quiet(cell)
+        busy0, _ = machine.busy_and_total_ticks()
+        children0 = children_ticks()
+        started = time.monotonic()
+        run, command, problem = failover.run_cell(self.build, self.catalog, cell)
+        elapsed = max(time.monotonic() - started, 1e-9)
+        busy1, _ = machine.busy_and_total_ticks()
+        other_pct = max(0.0, (busy1 - busy0) - (children_ticks() - children0)) / elapsed / (
+            machine.CLOCK_TICKS) * 100.0
+        if run is None:
+            run = {"mode": "failover", "target": cell["server"], "verified": False,
+                   "params": {"fault": cell["fault"]}, "figures": {}}
+        run["suite"] = {
+            "table": cell["table"], "server": cell["server"], "placement": "not pinned",
+            "before": quiet, "other_cpu_pct": round(other_pct, 1), "command": command,
+            "label": cell.get("label", ""), "problem": problem, "group": cell.get("group"),
+            "round": cell.get("round", 1), "rounds": cell.get("rounds", 1)}
+        if problem:
+            run["verified"] = False
+            self.failures.append(f"{describe_cell(cell)}: {problem}")
+        return [run]
+
     def run(self, cells):
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         os.makedirs(self.args.results, exist_ok=True)
@@ -299,9 +325,10 @@ class Suite:
         result = {"machine": info, "peers": self.catalog.versions,
                   "skipped": self.catalog.skipped, "runs": []}
         for kind in sorted({c["kind"] for c in cells if c.get("kind")}):
-            reason = hooks.missing(self.build, kind)
+            reason = failover.missing(self.build) if kind == "failover" else hooks.missing(
+                self.build, kind)
             if reason:
-                self.catalog.skipped[f"hooks ({kind})"] = reason
+                self.catalog.skipped[kind_name(kind)] = reason
         for name, reason in self.catalog.skipped.items():
             print(f"suite: skip {name}: {reason}", flush=True)
         print(f"suite: {len(cells)} cells on {info['cpu']}, {info['cpus_usable']} CPUs, "
@@ -309,10 +336,15 @@ class Suite:
         for index, cell in enumerate(cells, 1):
             if cell.get("server") and cell["server"] in self.catalog.skipped:
                 continue
-            if cell.get("kind") and f"hooks ({cell['kind']})" in self.catalog.skipped:
+            if cell.get("kind") and kind_name(cell["kind"]) in self.catalog.skipped:
                 continue
             started = time.monotonic()
-            runs = self.run_hook_cell(cell) if cell.get("kind") else self.run_cell(cell)
+            if cell.get("kind") == "failover":
+                runs = self.run_failover_cell(cell)
+            elif cell.get("kind"):
+                runs = self.run_hook_cell(cell)
+            else:
+                runs = self.run_cell(cell)
             seconds = time.monotonic() - started
             for run in runs:
                 run["suite"]["suite_table"] = cell["suite_table"]
@@ -392,11 +424,17 @@ def results_to_prune(directory, latest):
     return [os.path.join(directory, name) for name in prune]
 
 
+def kind_name(kind):
+    """The name under which cells of `kind` are reported skipped."""
+    return "failover" if kind == "failover" else f"hooks ({kind})"
+
+
 def summarize(run):
     """One short line for a run record."""
     figures = run.get("figures", {})
     keys = ["mb_per_s", "pkg_per_s", "sessions_per_s", "mib_per_s", "ns_per_switch",
-            "calls_per_s", "tps", "rps", "fiber_extra_ns", "p99_us"]
+            "calls_per_s", "tps", "rps", "fiber_extra_ns", "p99_us", "first_retry_ms",
+            "idempotent_lost", "non_idempotent_status", "p99_window_ms"]
     parts = [f"{k}={figures[k]:.6g}" for k in keys if isinstance(figures.get(k), (int, float))]
     if not run.get("verified", False):
         parts.append("NOT VERIFIED")
@@ -438,7 +476,7 @@ def main():
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     suite = Suite(args)
     programs = {suite.program(c) for c in cells}
-    if any(c.get("server_mode") == "rpc" for c in cells):
+    if any(c.get("server_mode") == "rpc" or c.get("kind") == "failover" for c in cells):
         programs.add(suite.catalog.rpc_servers["tern"])
     for program in programs:
         if not os.access(program, os.X_OK):

@@ -14,6 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import failover  # noqa: E402
 import hooks  # noqa: E402
 import report  # noqa: E402
 import run  # noqa: E402
@@ -44,6 +45,22 @@ def redis_run(client, rps, round_number, clients=500):
         "suite": {"table": "hook-redis", "server": None, "group": f"hook redis {clients} clients",
                   "round": round_number, "rounds": 3, "placement": "not pinned",
                   "other_cpu_pct": 0.0, "command": f"redis {client}", "problem": None},
+    }
+
+
+def failover_run(server, fault, round_number, first_retry_ms, lost=0, verified=True):
+    return {
+        "mode": "failover", "target": server, "verified": verified,
+        "params": {"fault": fault, "concurrency": 48, "non_idempotent": 8, "timeout_s": 1,
+                   "fault_after_s": 1, "window_s": 1},
+        "figures": {"first_retry_ms": first_retry_ms, "idempotent_lost": lost,
+                    "non_idempotent_status": 2 if fault == "kill" else 0, "late_calls": 0,
+                    "p99_before_ms": 1.5, "p99_window_ms": 4.0, "calls_per_s_before": 30000.0,
+                    "calls_per_s_window": 25000.0},
+        "suite": {"table": "failover", "server": server, "group": f"failover {fault}",
+                  "round": round_number, "rounds": 3, "placement": "not pinned",
+                  "other_cpu_pct": 0.0, "command": f"tern-bench failover vs {server}",
+                  "problem": None if verified else "exit status 1: 1 idempotent calls lost"},
     }
 
 
@@ -407,6 +424,57 @@ class ReportTest(unittest.TestCase):
         self.assertIn("report 004's libco variant", text)
         self.assertNotIn("seed", text.lower())
 
+
+    def test_the_failover_table_shows_each_rounds_figures_and_their_median(self):
+        runs = []
+        for number, (epoll, uring) in enumerate([(3.0, 2.0), (1.0, 5.0), (2.0, 4.0)], 1):
+            runs += [failover_run("tern", "kill", number, epoll),
+                     failover_run("tern-uring", "kill", number, uring)]
+        runs += [failover_run("tern", "term", n, None) for n in (1, 2, 3)]
+        runs += [failover_run("tern-uring", "term", 1, 0.5),
+                 failover_run("tern-uring", "term", 2, 0.7, lost=1, verified=False),
+                 failover_run("tern-uring", "term", 3, 0.6)]
+        text = self.render(runs)
+        self.assertIn("## Failover: a server killed or stopped under load", text)
+        self.assertIn("| SIGKILL | epoll | 2 (3 / 1 / 2) | 0 (0 / 0 / 0) | 2 (2 / 2 / 2) |", text)
+        self.assertIn("| SIGKILL | io_uring | 4 (2 / 5 / 4) |", text)
+        self.assertIn("| SIGTERM (goaway) | epoll | – (– / – / –) |", text)
+        self.assertIn("| SIGTERM (goaway) | io_uring | 0.6 (0.5 / 0.7 / 0.6) ✗ | 0 (0 / 1 / 0) |",
+                      text)
+        self.assertIn("- tern-bench failover vs tern-uring: exit status 1", text)
+
+
+
+class FailoverTest(unittest.TestCase):
+    def test_each_fault_runs_on_both_backends_at_tern_defaults(self):
+        cells = tables.failover_cells(True)
+        self.assertEqual({(c["fault"], c["server"]) for c in cells},
+                         {("kill", "tern"), ("kill", "tern-uring"), ("term", "tern"),
+                          ("term", "tern-uring")})
+        for cell in cells:
+            io = cell["args"][cell["args"].index("--io") + 1]
+            self.assertEqual(io, "uring" if cell["server"] == "tern-uring" else "epoll")
+            self.assertNotIn("--idle-poll", cell["args"])
+            self.assertEqual(cell["kind"], "failover")
+
+    def test_the_full_pass_runs_three_rounds_and_the_quick_pass_each_cell_once(self):
+        full = tables.in_rounds(tables.failover_cells(True), 3)
+        self.assertEqual(len(full), 12)
+        self.assertEqual({c["rounds"] for c in full}, {3})
+        quick = tables.in_rounds(tables.failover_cells(False), 3)
+        self.assertEqual(len(quick), 4)
+        # Three rounds of the table stay within a minute, a second per cell to start and stop
+        # the servers included.
+        load = sum(float(c["args"][c["args"].index("--duration") + 1]) for c in full)
+        self.assertLessEqual(load + len(full), 60)
+
+    def test_only_failover_selects_the_table(self):
+        self.assertEqual({c["table"] for c in tables.all_cells(False, 3, ["failover"])},
+                         {"failover"})
+
+    def test_the_stopped_server_must_die_of_sigkill_or_exit_cleanly(self):
+        self.assertEqual(failover.expected_exit("kill"), -9)
+        self.assertEqual(failover.expected_exit("term"), 0)
 
 
 class MergeTest(unittest.TestCase):

@@ -4,9 +4,11 @@ the quick pass and the full matrix.
 A cell is a dict:
   table           report id: "000", "001", "002-ttcp", "002-log", "003", "004", "switch", or
                   the hooks table's parts: "hook-micro", "hook-redis", "hook-pingpong", "hook-rpc"
-  kind            hooks table only: "redis" or "micro", cells run by bench/suite/hooks.py rather
-                  than tern-bench (client: the redis client model, clients, requests;
-                  repetitions)
+  kind            cells the runner does not run as one server and one tern-bench: "redis" or
+                  "micro" (the hooks table, bench/suite/hooks.py; client: the redis client model,
+                  clients, requests; repetitions) and "failover" (bench/suite/failover.py: three
+                  tern-rpc-server of `server`'s backend, tern-bench failover; fault: "kill" or
+                  "term")
   server          server name (servers.Catalog) or None for in-process runs
   server_threads  threads of the server
   server_mode     tern-echo's --mode for this cell (peers echo whatever comes)
@@ -20,6 +22,9 @@ A cell is a dict:
                   group name: the runner repeats a group in rounds (run.py --rounds)
   tls             the server serves TLS with the suite's test certificate (ECDSA P-256) and the
                   client adds --tls; tern runs at its defaults (no --idle-poll)
+
+The "failover" table runs each fault in a group of the two tern backends in the full pass, so its
+rounds alternate which backend goes first; the quick pass runs each of its four cells once.
 
 The "tls" table is made of tables "tls-pingpong" and "tls-handshakes"; RPC over TLS belongs in
 table "tls-rpc" (tern-bench rpc --tls against tern-rpc-server and gRPC over TLS), which
@@ -258,6 +263,32 @@ def hook_cells(seconds, full):
     return cells
 
 
+# The failover table's load: 48 clients over one channel to three servers, the last 8 making
+# calls that are not idempotent; a 1 s deadline per call; the fault after 1 s of load (the start
+# and its connections are out of the window before it), the 0.5 s after it compared with the
+# 0.5 s before; 2 s of load in all.
+FAILOVER_ARGS = ["-c", "48", "--non-idempotent", "8", "--timeout", "1", "--fault-after", "1",
+                 "--window", "0.5", "--duration", "2"]
+
+
+def failover_cells(full):
+    """The failover table (bench/suite/failover.py): three tern-rpc-server processes behind one
+    tern-bench failover client, the second server SIGKILLed ("kill") or stopped with SIGTERM
+    ("term": its goaway, then a graceful stop), on each backend (client and servers alike). The
+    full pass runs each fault in rounds (a group of the two backends, which alternate going
+    first); the quick pass, whose budget has room for four cells, runs each cell once."""
+    cells = []
+    for fault in ("kill", "term"):
+        for server, io in (("tern", "epoll"), ("tern-uring", "uring")):
+            cell = {"table": "failover", "kind": "failover", "mode": "failover",
+                    "server": server, "fault": fault,
+                    "args": ["--io", io, "--fault", fault] + FAILOVER_ARGS}
+            if full:
+                cell["group"] = f"failover {fault}"
+            cells.append(cell)
+    return cells
+
+
 # Seconds a time-bound cell takes beyond its --duration: starting and stopping the server, the
 # client's start and its connections, the machine check before a round (run.py).
 CELL_OVERHEAD_S = 0.4
@@ -282,10 +313,10 @@ TABLES = {
     "004": (lambda full, seconds: sessions_cells(50_000 if full else 15_000, full), 55, 230),
     "hook": (lambda full, seconds: hook_cells(seconds, full), 40, 250),
     "tls": (lambda full, seconds: tls_cells(seconds, full), 64, 210),
-    # Reserved for tables on their way: RPC over TLS, streaming RPC, failover.
+    "failover": (lambda full, seconds: failover_cells(full), 10, 120),
+    # Reserved for tables on their way: RPC over TLS, streaming RPC.
     "tls-rpc": (lambda full, seconds: [], 20, 180),
     "stream": (lambda full, seconds: [], 20, 180),
-    "failover": (lambda full, seconds: [], 10, 120),
 }
 
 

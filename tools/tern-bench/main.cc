@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   tern::bench::add_switch_command(app);
   tern::bench::add_log_command(app);
   tern::bench::add_rpc_command(app);
+  tern::bench::add_failover_command(app);
   tern::bench::add_soak_command(app);
   try {
     app.parse(argc, argv);

@@ -24,6 +24,8 @@ void add_switch_command(CLI::App& app);
 void add_log_command(CLI::App& app);
 // rpc: report 001's RPC benchmark, BenchmarkService/Say over tern::rpc (rpc.cc).
 void add_rpc_command(CLI::App& app);
+// failover: a server of a channel killed or stopped under load (failover.cc).
+void add_failover_command(CLI::App& app);
 // soak: reliability soak, scenarios echo, rpc, idle and flood (soak.cc; the scenarios in soak/).
 void add_soak_command(CLI::App& app);
 
