@@ -48,7 +48,7 @@ struct FiberControl {
   FiberEntry* entry = nullptr;
   Waiter* joiner = nullptr;
   FiberLocals* locals = nullptr;
-  Stack stack;                       // own stack (empty for a shared-stack fiber)
+  Stack stack;                       // own stack, or the worker's shared stack (not owned)
   void* saved_stack = nullptr;       // shared stack: its used part while parked (heap)
   std::uint32_t saved_size = 0;      // bytes in saved_stack
   std::uint32_t saved_capacity = 0;  // bytes allocated for saved_stack

@@ -52,6 +52,7 @@ Result<FiberSlot> Scheduler::create_shared_fiber(const FiberOptions& options,
   auto* fiber = ::new (block) FiberControl;
   fiber->scheduler = this;
   fiber->on_shared_stack = true;
+  fiber->stack = shared_stack_.stack();  // not owned: for the stack overflow report
   if (next_id_ == last_id_) {
     constexpr std::uint64_t kIdBlock = 1024;
     next_id_ = runtime_->allocate_fiber_ids(kIdBlock);

@@ -25,6 +25,7 @@ class SharedStack {
   // Maps the stack on first use.
   Result<void> map();
   bool mapped() const noexcept { return stack_.mapping != nullptr; }
+  const Stack& stack() const noexcept { return stack_; }
   void* base() const noexcept { return stack_.base; }
   std::size_t size() const noexcept { return stack_.size; }
   // The fiber whose frames are on the stack now, or nullptr.

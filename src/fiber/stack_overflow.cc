@@ -50,7 +50,10 @@ void on_segv(int signal, siginfo_t* info, void* context) {
       n = append_number(message, n, sizeof message, fiber->id);
       n = append(message, n, sizeof message, ", stack ");
       n = append_number(message, n, sizeof message, fiber->stack.size / 1024);
-      n = append(message, n, sizeof message, " KiB); give it a larger FiberOptions::stack_size");
+      n = append(message, n, sizeof message,
+                 fiber->on_shared_stack
+                     ? " KiB, the worker's shared stack); a shared-stack fiber must use less"
+                     : " KiB); give it a larger FiberOptions::stack_size");
       // The signal-safe form of TERN_FATAL; then what this and other threads logged before the
       // overflow is written out.
       fatal_message(__FILE__, __LINE__, std::string_view(message, n), &tern::log::emergency_flush);

@@ -69,6 +69,19 @@ TEST(StackOverflowDeathTest, AbortsNamingTheFiber) {
       "stack overflow in fiber 'deep' \\(id [0-9]+, stack 32 KiB\\)");
 }
 
+TEST(StackOverflowDeathTest, NamesASharedStackFiber) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        tern::Runtime runtime({.workers = 1});
+        runtime.run([] {
+          tern::spawn([] { recurse(0); }, {.name = "deep", .stack_mode = tern::StackMode::shared})
+              .join();
+        });
+      },
+      "stack overflow in fiber 'deep' \\(id [0-9]+, stack 256 KiB, the worker's shared stack\\)");
+}
+
 TEST(StackOverflowDeathTest, OtherCrashesAreLeftToTheDefaultHandler) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
