@@ -22,6 +22,7 @@
 #include "tern/fiber/mutex.h"
 #include "tern/fiber/sanitizer.h"
 #include "tern/fiber/wait_group.h"
+#include "tern/io/offload.h"
 #include "tern/net/tcp_listener.h"
 #include "tern/net/tcp_server.h"
 #include "tern/net/tcp_stream.h"
@@ -255,6 +256,21 @@ TEST(SharedStack, SocketReadsIntoStackBuffersWhileParked) {
     }
     for (tern::Fiber& reader : readers) reader.join();
     EXPECT_EQ(matched.load(), kFibers);
+  });
+}
+
+// offload's callable sees the caller's locals: from a shared-stack fiber it runs on the worker.
+TEST(SharedStack, OffloadSeesTheCallersLocals) {
+  run_on(1, [] {
+    std::string result;
+    tern::Fiber fiber = tern::spawn(
+        [&] {
+          const std::string local = "local to the shared stack";
+          result = tern::io::offload([&] { return local + ", seen by offload"; });
+        },
+        kShared);
+    fiber.join();
+    EXPECT_EQ(result, "local to the shared stack, seen by offload");
   });
 }
 
