@@ -85,8 +85,14 @@ class EpollReactor final : public Reactor {
       return ask_left ? recv_reporting_left(fd, buf, len, left)
                       : tern::detail::sys.recv(fd, buf, len, flags);
     });
-    if (FdState* state = registered_state(fd); state != nullptr) {
-      state->drained = recv_emptied_queue(flags, n, len, left == 0);
+    const bool emptied = recv_emptied_queue(flags, n, len, left == 0);
+    FdState* state = registered_state(fd);
+    // A first read that emptied an unregistered socket's queue (a fresh connection's first
+    // request) registers it now: the next read would otherwise fail with EAGAIN and register
+    // then. Registration reports data that came in between, so none is missed.
+    if (state == nullptr && emptied && register_fd(fd)) state = registered_state(fd);
+    if (state != nullptr) {
+      state->drained = emptied && state->stream_socket;
       state->filled = n && *n == len;
     }
     return n;
@@ -122,22 +128,8 @@ class EpollReactor final : public Reactor {
   }
 
   Result<void> wait_ready(int fd, bool writable, Deadline deadline) override {
-    FdState& state = state_of(fd);
-    if (!state.registered) {
-      epoll_event event = {};
-      event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
-      event.data.fd = fd;
-      if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event) != 0 && errno != EEXIST)
-        return fail(errno_code(errno));
-      state.registered = true;
-      int type = 0;
-      socklen_t size = sizeof type;
-      state.stream_socket =
-          ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 && type == SOCK_STREAM;
-      const int on = 1;  // fails on anything but TCP, which then reads with plain recv
-      state.tcp_inq = state.stream_socket &&
-                      tern::detail::sys.setsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
-    }
+    if (Result<void> registered = register_fd(fd); !registered) return registered;
+    FdState& state = *states_[fd];
     bool& ready = writable ? state.writable : state.readable;
     if (ready) {  // an edge arrived since the last wait: try the call again first
       ready = false;
@@ -175,6 +167,28 @@ class EpollReactor final : public Reactor {
   }
 
  private:
+  // Adds fd to the epoll set (edge-triggered, once) and learns what kind of socket it is.
+  Result<void> register_fd(int fd) {
+    FdState& state = state_of(fd);
+    if (state.registered) return {};
+    epoll_event event = {};
+    event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
+    event.data.fd = fd;
+    if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event) != 0 && errno != EEXIST)
+      return fail(errno_code(errno));
+    state.registered = true;
+    // TCP_INQ is refused by anything but TCP, so turning it on also tells a TCP stream apart in
+    // one call; only other descriptors (Unix sockets, pipes) ask for their type.
+    const int on = 1;
+    state.tcp_inq = tern::detail::sys.setsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
+    int type = 0;
+    socklen_t size = sizeof type;
+    state.stream_socket =
+        state.tcp_inq ||
+        (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 && type == SOCK_STREAM);
+    return {};
+  }
+
   template <typename Call>
   Result<std::size_t> retry(int fd, bool writable, Deadline deadline, Call call) {
     for (bool waited = false;; waited = true) {

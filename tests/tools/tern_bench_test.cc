@@ -251,6 +251,25 @@ Exchange request(std::uint32_t syn, const RequestPattern& pattern) {
   return e;
 }
 
+TEST(TernBenchFrame, HeaderFieldsAreBigEndianAtTheirOffsets) {
+  const tools::Header16 h{
+      .len = 0x01020304, .cmd = 0x0506, .ver = 0x0708, .syn = 0x090a0b0c, .ack = 0x0d0e0f10};
+  std::array<std::byte, tools::kHeader16Size> bytes{};
+  h.store(bytes);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    EXPECT_EQ(std::to_integer<int>(bytes[i]), static_cast<int>(i + 1)) << "byte " << i;
+  const tools::Header16 back = tools::Header16::load(bytes);
+  EXPECT_EQ(back.len, h.len);
+  EXPECT_EQ(back.cmd, h.cmd);
+  EXPECT_EQ(back.ver, h.ver);
+  EXPECT_EQ(back.syn, h.syn);
+  EXPECT_EQ(back.ack, h.ack);
+  tools::store_header16_ack(bytes, 0xa1b2c3d4);
+  EXPECT_EQ(tools::Header16::load(bytes).ack, 0xa1b2c3d4u);
+  EXPECT_EQ(std::to_integer<int>(bytes[12]), 0xa1);
+  EXPECT_EQ(std::to_integer<int>(bytes[11]), 0x0c);  // syn untouched
+}
+
 TEST(TernBenchFrame, RequestsCarrySynAsAckAndAPayloadPerSyn) {
   const RequestPattern pattern(300);
   const Exchange e = request(77, pattern);
