@@ -180,8 +180,8 @@ Result<void> Channel<T>::send_until(T value, Deadline deadline) {
     const detail::ParkedNode<std::optional<T>> parked(off_stack);
     waiter->slot = &value;
     if (off_stack) waiter->slot = &parked->emplace(std::move(value));
+    // A closed channel is the only way round the loop again, and it then refuses the value.
     const std::error_code result = detail::wait_in(guard_, senders_, *waiter, deadline, true);
-    if (off_stack) value = std::move(**parked);
     if (!waiter->fired) return fail(result);
     if (!waiter->closed) return {};  // a receiver moved the value into the buffer
   }
