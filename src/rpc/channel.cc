@@ -414,7 +414,8 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
   ServerContext* parent = context.parent();
   if (parent != nullptr) parent->add_downstream(context);
   std::vector<detail::Endpoint*> excluded;
-  // A call that is not idempotent is sent again only when the server refused it unrun.
+  // A call that is not idempotent is sent again only when it never ran (refused or left unanswered
+  // past a stopping server's goaway) or was never sent.
   const unsigned attempts = 1 + impl.options.max_retries;
   bool unprocessed = false;
   const HedgingOptions& hedging = impl.options.hedging;
@@ -465,6 +466,7 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
       context.active_ = nullptr;
       status = Status(StatusCode::unavailable, "the connection closed before the call was sent");
       excluded.push_back(&connection->endpoint());
+      unprocessed = true;  // never sent: another endpoint may take it, idempotent or not
       continue;
     }
     // Waits for the first reply; a hedged call sends a backup each time `delay` passes without

@@ -265,6 +265,9 @@ void ClientConnection::finish(PendingCall& call, Status status) {
 void ClientConnection::fail_all(const Status& status) {
   for (PendingCall* call : pending_.take_all()) {
     call->transport_failure = true;
+    // After a goaway for a stop the server runs no call past its last_call_id: one still
+    // waiting when the connection ends was never run, and may go to another server.
+    call->unprocessed = goaway_last_id_ && call->id > *goaway_last_id_;
     finish(*call, status);
   }
   std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> open;

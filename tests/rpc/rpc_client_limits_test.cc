@@ -356,13 +356,19 @@ std::string unavailable_frame(FrameType type, std::uint64_t id, std::uint64_t la
 // and everything after it; `healthy` answers everything. Sends two calls that are not idempotent
 // (round robin gives one of them to `refusing`) and returns the channel's counters and how many
 // of the calls failed.
+// With `then_close`, `refusing` closes that first connection once it sent what `refuse` gave, and
+// answers nothing more on it.
 std::pair<tern::rpc::ChannelStats, int> two_plain_calls_one_refused(
-    std::function<std::string(std::uint64_t id)> refuse) {
+    std::function<std::string(std::uint64_t id)> refuse, bool then_close = false) {
   FakeServer refusing([&](TcpStream& stream, int index) {
     if (index > 0) return answer_everything(stream);
     HeaderReader reader(stream);
     std::optional<std::uint64_t> id = reader.next_request(tern::deadline_after(kPatience));
     if (!id || !send(stream, refuse(*id))) return;
+    if (then_close) {
+      (void)stream.shutdown(SHUT_RDWR);
+      return;
+    }
     answer_everything(stream);
   });
   FakeServer healthy([](TcpStream& stream, int) { answer_everything(stream); });
@@ -403,6 +409,24 @@ TEST(ChannelLimits, CallRefusedAfterTheServersGoawayIsSentElsewhereEvenIfNotIdem
     EXPECT_EQ(failed, 0);
     EXPECT_EQ(stats.retries, 1u);
     EXPECT_EQ(stats.failed_calls, 0u);
+  });
+}
+
+TEST(ChannelLimits, CallPendingWhenAStoppingServerClosesIsSentElsewhereEvenIfNotIdempotent) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    // A stopping server whose goaway says it took no call after id - 1, and which then closes
+    // the connection with call `id` unanswered: that call never ran and goes to the other server.
+    auto [stats, failed] = two_plain_calls_one_refused(
+        [](std::uint64_t id) { return unavailable_frame(FrameType::goaway, 0, id - 1); }, true);
+    EXPECT_EQ(failed, 0);
+    EXPECT_EQ(stats.retries, 1u);
+    EXPECT_EQ(stats.failed_calls, 0u);
+    // Its goaway counts the call as taken: it may have run, so it fails with the connection.
+    auto [taken_stats, taken_failed] = two_plain_calls_one_refused(
+        [](std::uint64_t id) { return unavailable_frame(FrameType::goaway, 0, id); }, true);
+    EXPECT_EQ(taken_failed, 1);
+    EXPECT_EQ(taken_stats.retries, 0u);
   });
 }
 
