@@ -214,6 +214,11 @@ Result<void> TlsStream::Impl::handshake(Deadline deadline) {
         settle_record_path();
       else
         user_space_tls_connections.add();
+      // A TLS 1.3 server's tickets stay in the buffers: they leave with the first reply, or
+      // before the first read waits, in one socket write with it (the client wakes once for
+      // both, and nothing waits for them). What else a handshake wrote last, the peer waits
+      // for (a client's Finished, a TLS 1.2 server's Finished): it leaves now.
+      if (SSL_is_server(ssl) == 1 && SSL_version(ssl) == TLS1_3_VERSION) return {};
       return flush(deadline);
     }
     const int error = SSL_get_error(ssl, done);
@@ -255,12 +260,9 @@ Result<std::size_t> TlsStream::Impl::read(std::span<std::byte> buf, Deadline dea
       send_alert();
       return fail(broken);
     }
-    if (ok == 1) {
-      if (buffers.output_pending() > 0) {
-        if (Result<void> sent = flush(deadline); !sent) return fail(sent.error());
-      }
-      return got;
-    }
+    // What OpenSSL wrote meanwhile (a reply to a key update, the handshake's tail) leaves with
+    // the next write, or before the next read waits.
+    if (ok == 1) return got;
     const int error = SSL_get_error(ssl, ok);
     if (error == SSL_ERROR_ZERO_RETURN) {
       ERR_clear_error();
@@ -473,6 +475,13 @@ Result<void> TlsStream::writev_all(std::span<iovec> iov, Deadline deadline) {
   Result<std::size_t> n = writev(iov, deadline);
   if (!n) return fail(n.error());
   return {};
+}
+
+Result<void> TlsStream::flush(Deadline deadline) {
+  if (!impl_) return fail(make_error_code(TlsErrc::closed));
+  if (impl_->broken) return fail(impl_->broken);
+  if (impl_->buffers.output_pending() == 0) return {};
+  return impl_->flush(deadline);
 }
 
 Result<void> TlsStream::shutdown(int how, Deadline deadline) {

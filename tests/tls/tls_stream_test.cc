@@ -2,18 +2,24 @@
 // runs this binary once per backend): echo and data integrity in both directions at once,
 // verification of the server (expired, wrong host, self-signed, IP names) and of clients
 // (mutual TLS), ALPN, SNI, session resumption, PEM in memory, configuration errors, deadlines,
-// cancellation, close_notify against truncation, and the stream-generic framing code.
+// cancellation, close_notify against truncation, and the stream-generic framing code. Every test
+// runs twice: with user-space TLS, and with the kernel_tls option on both contexts (the handshake
+// on the socket, then the kernel's records where it offers the "tls" ULP, else a silent fallback
+// to user space that tls.user_space_tls counts).
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstddef>
+#include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "net_test_util.h"
 #include "tern/fiber/fiber.h"
-#include "tern/net/tcp_listener.h"
+#include "tern/prof/counter.h"
 #include "tern/tls/byte_stream.h"
 #include "tern/tls/tls_context.h"
 #include "tern/tls/tls_error.h"
@@ -25,7 +31,6 @@
 namespace {
 
 using namespace std::chrono_literals;
-using tern::net::Address;
 using tern::net::TcpStream;
 using tern::tls::Certificate;
 using tern::tls::ClientAuth;
@@ -44,10 +49,8 @@ using tern_test::text_of;
 using tern_tls_test::Certs;
 
 using tern_tls_test::certs;
-using tern_tls_test::client_context;
 using tern_tls_test::echo_handler;
 using tern_tls_test::Server;
-using tern_tls_test::server_context;
 
 tern::Result<TlsStream> connect(const Server& server, const TlsContext& context,
                                 const std::string& name = "localhost") {
@@ -68,13 +71,55 @@ std::string round_trip(TlsStream& stream, const std::string& text) {
   return back;
 }
 
-class TlsStreamTest : public ::testing::Test {
+std::uint64_t counter(std::string_view name) {
+  for (const tern::prof::Sample& sample : tern::prof::snapshot())
+    if (sample.name == name) return sample.value;
+  return 0;
+}
+
+// Whether this kernel lists the "tls" upper-layer protocol (kernel TLS) as available.
+bool kernel_offers_tls() {
+  std::ifstream file("/proc/sys/net/ipv4/tcp_available_ulp");
+  std::string name;
+  while (file >> name)
+    if (name == "tls") return true;
+  return false;
+}
+
+// Runs `call` in a fiber of its own, interrupts it once it waits, and returns its error.
+std::error_code interrupted(const std::function<std::error_code()>& call) {
+  std::error_code error;
+  tern::Fiber fiber = tern::spawn([&] { error = call(); });
+  tern::this_fiber::yield();
+  fiber.interrupt();
+  fiber.join();
+  return error;
+}
+
+// The parameter: whether both ends ask for kernel TLS (ServerConfig/ClientConfig::kernel_tls).
+class TlsStreamTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { ASSERT_TRUE(certs().ok); }
+  bool kernel_tls() const { return GetParam(); }
+  // The test certificate `name`, with this run's kernel_tls.
+  TlsContext server_context(const std::string& name = "server", ServerConfig config = {}) const {
+    config.kernel_tls = kernel_tls();
+    return tern_tls_test::server_context(name, std::move(config));
+  }
+  // A client trusting the test CA (unless config names its own), with this run's kernel_tls.
+  TlsContext client_context(ClientConfig config = {}) const {
+    config.kernel_tls = kernel_tls();
+    return tern_tls_test::client_context(std::move(config));
+  }
 };
 
-TEST_F(TlsStreamTest, EchoesAndClosesWithCloseNotify) {
-  run_on(1, [] {
+INSTANTIATE_TEST_SUITE_P(RecordPath, TlsStreamTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "KernelTlsOption" : "UserSpace");
+                         });
+
+TEST_P(TlsStreamTest, EchoesAndClosesWithCloseNotify) {
+  run_on(1, [this] {
     Server server(server_context());
     tern::Result<TlsStream> client = connect(server, client_context());
     ASSERT_TRUE(client) << client.error().message();
@@ -93,8 +138,8 @@ TEST_F(TlsStreamTest, EchoesAndClosesWithCloseNotify) {
   });
 }
 
-TEST_F(TlsStreamTest, MovesMegabytesBothWaysAtOnce) {
-  run_on(1, [] {
+TEST_P(TlsStreamTest, MovesMegabytesBothWaysAtOnce) {
+  run_on(1, [this] {
     Server server(server_context());
     tern::Result<TlsStream> client = connect(server, client_context());
     ASSERT_TRUE(client) << client.error().message();
@@ -131,7 +176,7 @@ TEST_F(TlsStreamTest, MovesMegabytesBothWaysAtOnce) {
   });
 }
 
-TEST_F(TlsStreamTest, RefusesBadServerCertificates) {
+TEST_P(TlsStreamTest, RefusesBadServerCertificates) {
   struct Case {
     std::string certificate;
     std::string name;
@@ -159,8 +204,8 @@ TEST_F(TlsStreamTest, RefusesBadServerCertificates) {
   });
 }
 
-TEST_F(TlsStreamTest, VerifiesAnIpAddressAgainstTheIpSan) {
-  run_on(1, [] {
+TEST_P(TlsStreamTest, VerifiesAnIpAddressAgainstTheIpSan) {
+  run_on(1, [this] {
     Server server(server_context());
     tern::Result<TlsStream> client = connect(server, client_context(), "127.0.0.1");
     ASSERT_TRUE(client) << client.error().message();
@@ -169,8 +214,8 @@ TEST_F(TlsStreamTest, VerifiesAnIpAddressAgainstTheIpSan) {
   });
 }
 
-TEST_F(TlsStreamTest, NoVerificationAcceptsAnyServer) {
-  run_on(1, [] {
+TEST_P(TlsStreamTest, NoVerificationAcceptsAnyServer) {
+  run_on(1, [this] {
     Server server(server_context("selfsigned"));
     tern::Result<TlsStream> client =
         connect(server, client_context({.verify_peer = false}), "anything");
@@ -180,8 +225,8 @@ TEST_F(TlsStreamTest, NoVerificationAcceptsAnyServer) {
   });
 }
 
-TEST_F(TlsStreamTest, MutualTlsRequiresAVerifiedClientCertificate) {
-  run_on(1, [] {
+TEST_P(TlsStreamTest, MutualTlsRequiresAVerifiedClientCertificate) {
+  run_on(1, [this] {
     std::optional<tern::tls::PeerIdentity> seen;
     Server server(
         server_context("server", {.ca_file = certs().ca(), .client_auth = ClientAuth::require}),
@@ -225,8 +270,8 @@ TEST_F(TlsStreamTest, MutualTlsRequiresAVerifiedClientCertificate) {
   });
 }
 
-TEST_F(TlsStreamTest, RequestedClientCertificateIsOptional) {
-  run_on(1, [] {
+TEST_P(TlsStreamTest, RequestedClientCertificateIsOptional) {
+  run_on(1, [this] {
     std::optional<tern::tls::PeerIdentity> seen;
     Server server(
         server_context("server", {.ca_file = certs().ca(), .client_auth = ClientAuth::request}),
@@ -242,8 +287,8 @@ TEST_F(TlsStreamTest, RequestedClientCertificateIsOptional) {
   });
 }
 
-TEST_F(TlsStreamTest, NegotiatesAlpn) {
-  run_on(1, [] {
+TEST_P(TlsStreamTest, NegotiatesAlpn) {
+  run_on(1, [this] {
     std::string server_side;
     Server server(server_context("server", {.alpn = {"h2", "tern/1"}}), [&](TlsStream& stream) {
       server_side = stream.alpn();
@@ -263,8 +308,8 @@ TEST_F(TlsStreamTest, NegotiatesAlpn) {
   });
 }
 
-TEST_F(TlsStreamTest, ChoosesTheCertificateBySni) {
-  run_on(1, [] {
+TEST_P(TlsStreamTest, ChoosesTheCertificateBySni) {
+  run_on(1, [this] {
     std::vector<std::string> names;
     Server server(server_context("server", {.certificates = {Certificate::files(
                                                 certs().crt("alt"), certs().key("alt"))}}),
@@ -285,8 +330,8 @@ TEST_F(TlsStreamTest, ChoosesTheCertificateBySni) {
   });
 }
 
-TEST_F(TlsStreamTest, ResumesSessionsAcrossAServerReload) {
-  run_on(1, [] {
+TEST_P(TlsStreamTest, ResumesSessionsAcrossAServerReload) {
+  run_on(1, [this] {
     Server server(server_context());
     TlsContext context = client_context();
     auto once = [&] {
@@ -311,12 +356,13 @@ TEST_F(TlsStreamTest, ResumesSessionsAcrossAServerReload) {
   });
 }
 
-TEST_F(TlsStreamTest, LoadsPemFromMemory) {
+TEST_P(TlsStreamTest, LoadsPemFromMemory) {
   using tern_tls_test::read_file;
-  run_on(1, [] {
+  run_on(1, [this] {
     tern::Result<TlsContext> server_ctx =
         TlsContext::server({.certificates = {Certificate::pem(read_file(certs().crt("server")),
-                                                              read_file(certs().key("server")))}});
+                                                              read_file(certs().key("server")))},
+                            .kernel_tls = kernel_tls()});
     ASSERT_TRUE(server_ctx) << server_ctx.error().message();
     Server server(*server_ctx);
     tern::Result<TlsStream> client =
@@ -326,7 +372,7 @@ TEST_F(TlsStreamTest, LoadsPemFromMemory) {
   });
 }
 
-TEST_F(TlsStreamTest, ConfigurationErrorsSayWhy) {
+TEST_P(TlsStreamTest, ConfigurationErrorsSayWhy) {
   tern::Result<TlsContext> mismatch = TlsContext::server(
       {.certificates = {Certificate::files(certs().crt("server"), certs().key("client"))}});
   ASSERT_FALSE(mismatch);
@@ -369,16 +415,11 @@ TEST_F(TlsStreamTest, ConfigurationErrorsSayWhy) {
   EXPECT_EQ(context->generation(), 2u);
 }
 
-TEST_F(TlsStreamTest, HandshakeHasItsOwnDeadline) {
-  run_on(1, [] {
-    tern::Result<tern::net::TcpListener> silent =
-        tern::net::TcpListener::bind(Address::loopback(0));
-    ASSERT_TRUE(silent);
-    tern::Result<TcpStream> tcp = TcpStream::connect(*silent->local_address(), patience());
-    ASSERT_TRUE(tcp);
-    tern::Result<TcpStream> accepted = silent->accept(patience());  // and never answers
-    ASSERT_TRUE(accepted);
-    tern::Result<TlsStream> client = TlsStream::connect(std::move(*tcp), client_context(),
+TEST_P(TlsStreamTest, HandshakeHasItsOwnDeadline) {
+  run_on(1, [this] {
+    tern::Result<tern_test::Connected> pair = tern_test::connect_loopback();  // a silent peer
+    ASSERT_TRUE(pair);
+    tern::Result<TlsStream> client = TlsStream::connect(std::move(pair->client), client_context(),
                                                         "localhost", tern::deadline_after(100ms));
     ASSERT_FALSE(client);
     EXPECT_EQ(client.error(), std::errc::timed_out) << client.error().message();
@@ -386,26 +427,67 @@ TEST_F(TlsStreamTest, HandshakeHasItsOwnDeadline) {
   });
 }
 
-TEST_F(TlsStreamTest, ReadIsCancelledByInterrupt) {
-  run_on(1, [] {
-    Server server(server_context());
-    tern::Result<TlsStream> client = connect(server, client_context());
-    ASSERT_TRUE(client) << client.error().message();
-    std::error_code error;
-    tern::Fiber reader = tern::spawn([&] {
-      std::array<std::byte, 16> buffer;
-      tern::Result<std::size_t> n = client->read(buffer, patience());
-      error = n ? std::error_code() : n.error();
+TEST_P(TlsStreamTest, HandshakeIsCancelledByInterrupt) {
+  run_on(1, [this] {
+    tern::Result<tern_test::Connected> pair = tern_test::connect_loopback();  // a silent peer
+    ASSERT_TRUE(pair);
+    const std::error_code error = interrupted([&] {
+      tern::Result<TlsStream> client =
+          TlsStream::connect(std::move(pair->client), client_context(), "localhost", patience());
+      return client ? std::error_code() : client.error();
     });
-    tern::this_fiber::yield();
-    reader.interrupt();
-    reader.join();
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
   });
 }
 
-TEST_F(TlsStreamTest, CloseWithoutCloseNotifyIsTruncation) {
-  run_on(1, [] {
+TEST_P(TlsStreamTest, RefusesAPlaintextClient) {
+  run_on(1, [this] {
+    tern::Result<tern_test::Connected> pair = tern_test::connect_loopback();  // a silent peer
+    ASSERT_TRUE(pair);
+    ASSERT_TRUE(pair->client.write_all(bytes_of("GET / HTTP/1.1\r\n\r\n"), patience()));
+    tern::Result<TlsStream> server =
+        TlsStream::accept(std::move(pair->server), server_context(), patience());
+    ASSERT_FALSE(server);
+    EXPECT_EQ(server.error(), TlsErrc::handshake) << server.error().message();
+    EXPECT_NE(server.error().message().find("TLS handshake"), std::string::npos)
+        << server.error().message();
+  });
+}
+
+TEST_P(TlsStreamTest, EachConnectionIsCountedUnderThePathItTook) {
+  // With the option, the kernel takes the records where it offers kernel TLS; otherwise (and
+  // without the option) both ends stay in user space, silently.
+  const bool kernel = kernel_tls() && kernel_offers_tls();
+  run_on(1, [this, kernel] {
+    const std::uint64_t kernel_before = counter("tls.kernel_tls");
+    const std::uint64_t user_before = counter("tls.user_space_tls");
+    Server server(server_context());
+    tern::Result<TlsStream> client = connect(server, client_context());
+    ASSERT_TRUE(client) << client.error().message();
+    EXPECT_EQ(client->kernel_tls(), kernel);
+    EXPECT_EQ(round_trip(*client, "over the kernel or not"), "over the kernel or not");
+    // The client and the server's connection are both counted.
+    EXPECT_EQ(counter("tls.kernel_tls") - kernel_before, kernel ? 2u : 0u);
+    EXPECT_EQ(counter("tls.user_space_tls") - user_before, kernel ? 0u : 2u);
+  });
+}
+
+TEST_P(TlsStreamTest, ReadIsCancelledByInterrupt) {
+  run_on(1, [this] {
+    Server server(server_context());
+    tern::Result<TlsStream> client = connect(server, client_context());
+    ASSERT_TRUE(client) << client.error().message();
+    const std::error_code error = interrupted([&] {
+      std::array<std::byte, 16> buffer;
+      tern::Result<std::size_t> n = client->read(buffer, patience());
+      return n ? std::error_code() : n.error();
+    });
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
+TEST_P(TlsStreamTest, CloseWithoutCloseNotifyIsTruncation) {
+  run_on(1, [this] {
     Server server(server_context(), [](TlsStream& stream) {
       (void)stream.write_all(bytes_of("bye"), patience());
       stream.close();  // no close_notify
@@ -440,10 +522,10 @@ void exchange_frames(S& client, S& server) {
   }
 }
 
-TEST_F(TlsStreamTest, FramingCodeRunsOverTcpAndTls) {
+TEST_P(TlsStreamTest, FramingCodeRunsOverTcpAndTls) {
   static_assert(tern::tls::ByteStream<TcpStream>);
   static_assert(tern::tls::ByteStream<TlsStream>);
-  run_on(1, [] {
+  run_on(1, [this] {
     tern::Result<tern_test::Connected> plain = tern_test::connect_loopback();
     ASSERT_TRUE(plain);
     exchange_frames(plain->client, plain->server);

@@ -51,9 +51,8 @@ struct ServerConfig {
   ClientAuth client_auth = ClientAuth::none;
   std::vector<std::string> alpn;  // protocols offered, most preferred first (empty: no ALPN)
   TlsVersion min_version = TlsVersion::tls1_2;
-  bool session_tickets =
-      true;  // resumption by stateless tickets (keys survive reload())  // Hands record encryption
-             // to the kernel after the handshake where Linux offers kernel TLS
+  bool session_tickets = true;  // resumption by stateless tickets (keys survive reload())
+  // Hands record encryption to the kernel after the handshake where Linux offers kernel TLS
   // (setsockopt(TCP_ULP, "tls")), through OpenSSL's own kTLS support; where it does not, the
   // connection silently stays on user-space TLS. Each connection is counted under the path it
   // took (tls.kernel_tls or tls.user_space_tls). Off by default.
@@ -70,9 +69,8 @@ struct ClientConfig {
   std::vector<Certificate> certificate;  // zero or one: the client's own certificate (mTLS)
   std::vector<std::string> alpn;         // protocols offered, most preferred first
   TlsVersion min_version = TlsVersion::tls1_2;
-  bool session_resumption =
-      true;  // keeps the last session per server name and resumes it  // Hands record encryption to
-             // the kernel after the handshake where Linux offers kernel TLS
+  bool session_resumption = true;  // keeps the last session per server name and resumes it
+  // Hands record encryption to the kernel after the handshake where Linux offers kernel TLS
   // (setsockopt(TCP_ULP, "tls")), through OpenSSL's own kTLS support; where it does not, the
   // connection silently stays on user-space TLS. Each connection is counted under the path it
   // took (tls.kernel_tls or tls.user_space_tls). Off by default.

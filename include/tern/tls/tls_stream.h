@@ -51,7 +51,9 @@ class TlsStream {
   [[nodiscard]] static Result<TlsStream> connect(std::string_view host_port,
                                                  const TlsContext& context,
                                                  Deadline deadline = kNoDeadline);
-  // Runs the server handshake over an accepted stream. Worker fibers only.
+  // Runs the server handshake over an accepted stream. A TLS 1.3 server's session tickets
+  // leave with its first write, or before its first read waits (flush() sends them at once).
+  // Worker fibers only.
   [[nodiscard]] static Result<TlsStream> accept(net::TcpStream tcp, const TlsContext& context,
                                                 Deadline handshake_deadline = kNoDeadline);
 
@@ -75,6 +77,9 @@ class TlsStream {
   // Gather write of all of iov (TcpStream's signature); iov is left as it was.
   [[nodiscard]] Result<void> writev_all(std::span<iovec> iov, Deadline deadline = kNoDeadline);
 
+  // Sends what TLS left to send (a server's tickets, a reply to a key update)
+  // now instead of with the next write or wait; a no-op when nothing waits. Worker fibers only.
+  [[nodiscard]] Result<void> flush(Deadline deadline = kNoDeadline);
   // Sends close_notify and then shuts the socket down (SHUT_WR, or `how`): the peer reads a
   // clean end of stream. Worker fibers only.
   [[nodiscard]] Result<void> shutdown(int how = SHUT_WR, Deadline deadline = kNoDeadline);
@@ -103,7 +108,8 @@ class TlsStream {
   // later call fails with it), or an empty code while it is sound. Owner worker only.
   std::error_code failure() const noexcept;
 
-  // The TCP connection underneath (addresses, options). Owner worker only.
+  // The TCP connection underneath (addresses, options). Call flush() before writing to it
+  // directly: a server's tickets may still wait in the stream. Owner worker only.
   net::TcpStream& tcp() noexcept;
 
  private:
