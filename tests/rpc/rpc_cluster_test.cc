@@ -17,6 +17,7 @@
 
 #include "cluster_test.tern.h"
 #include "fake_server.h"
+#include "rpc_fixture.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/net/tcp_stream.h"
@@ -24,7 +25,6 @@
 #include "tern/prof/status_sections.h"
 #include "tern/rpc/channel.h"
 #include "tern/rpc/server.h"
-#include "wait_for_condition.h"
 
 namespace {
 
@@ -41,11 +41,9 @@ using tern::rpc::Status;
 using tern::rpc::StatusCode;
 namespace node = tern::cluster_test;
 
-constexpr std::chrono::milliseconds kPatience = 10s;
+using tern_test::eventually;
 
-bool eventually(auto pred) {
-  return tern_test::wait_until_condition(pred, tern::deadline_after(kPatience));
-}
+constexpr std::chrono::milliseconds kPatience = tern_test::kRpcPatience;
 
 enum class Mode { ok, unavailable, slow };
 
@@ -120,10 +118,8 @@ class Cluster {
     for (int i = 0; i < size; ++i) {
       nodes_.push_back(std::make_unique<Node>("n" + std::to_string(i)));
       servers_.push_back(std::make_unique<tern::rpc::Server>());
-      EXPECT_TRUE(servers_.back()->add_service(*nodes_.back()));
-      tern::Result<Address> bound = servers_.back()->start(Address::loopback(0));
-      EXPECT_TRUE(bound) << bound.error().message();
-      addresses_.push_back(bound ? bound->to_string() : std::string("127.0.0.1:1"));
+      addresses_.push_back(
+          tern_test::start_on_loopback(*servers_.back(), *nodes_.back()).to_string());
     }
   }
   ~Cluster() {

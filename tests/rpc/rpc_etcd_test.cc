@@ -16,6 +16,7 @@
 #include "rpc/etcd_client.h"
 #include "rpc/etcd_registration.h"
 #include "rpc/naming.h"
+#include "rpc_fixture.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/io/offload.h"
@@ -23,7 +24,6 @@
 #include "tern/prof/status_sections.h"
 #include "tern/rpc/channel.h"
 #include "tern/rpc/server.h"
-#include "wait_for_condition.h"
 
 namespace {
 
@@ -47,7 +47,7 @@ constexpr std::string_view kService = "tern.naming_test.NamingTest";
 constexpr auto kPatience = 15s;
 
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit = kPatience) {
-  return tern_test::wait_until_condition(pred, tern::deadline_after(limit));
+  return tern_test::eventually(pred, limit);
 }
 
 class NamedService final : public tern::naming_test::NamingTestBase {
@@ -82,10 +82,8 @@ class NamedService final : public tern::naming_test::NamingTestBase {
 struct Registered {
   Registered(std::string name, const std::string& etcd, std::string zone = "")
       : service(std::move(name)), server(options(etcd, std::move(zone))) {
-    EXPECT_TRUE(server.add_service(service));
-    tern::Result<Address> bound = server.start(Address::loopback(0));
-    EXPECT_TRUE(bound) << bound.error().message();
-    if (bound) address = bound->to_string();
+    const Address bound = tern_test::start_on_loopback(server, service);
+    if (server.running()) address = bound.to_string();
   }
   ~Registered() { stop(); }
   void stop() {
@@ -108,10 +106,7 @@ struct Registered {
 };
 
 ChannelOptions quick_options() {
-  ChannelOptions options;
-  options.reconnect.initial_backoff = 20ms;
-  options.reconnect.max_backoff = 100ms;
-  options.reconnect.attempt_timeout = 2s;
+  ChannelOptions options = tern_test::quick_options();
   options.etcd_timeout = 1s;
   options.etcd_max_backoff = 200ms;
   return options;

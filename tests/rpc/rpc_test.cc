@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "rpc_fixture.h"
 #include "rpc_test.tern.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
@@ -29,16 +30,9 @@ using tern::rpc_test::EchoReply;
 using tern::rpc_test::EchoRequest;
 using tern::rpc_test::EchoServiceClient;
 
-// Waits until pred() holds, yielding; false at the deadline.
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
-  const tern::Deadline deadline = tern::deadline_after(limit);
-  while (!pred()) {
-    if (tern::Clock::now() >= deadline) return false;
-    (void)tern::this_fiber::sleep_for(1ms);
-  }
-  return true;
-}
+using tern_test::eventually;
+using tern_test::quick_options;
+using tern_test::start_on_loopback;
 
 class TestService final : public tern::rpc_test::EchoServiceBase {
  public:
@@ -78,21 +72,6 @@ class TestService final : public tern::rpc_test::EchoServiceBase {
   std::string name_;
 };
 
-ChannelOptions quick_options() {
-  ChannelOptions options;
-  options.reconnect.initial_backoff = 20ms;
-  options.reconnect.max_backoff = 100ms;
-  options.reconnect.attempt_timeout = 2s;
-  return options;
-}
-
-Address start(Server& server, TestService& service, std::uint16_t port = 0) {
-  EXPECT_TRUE(server.add_service(service));
-  tern::Result<Address> bound = server.start(Address::loopback(port));
-  EXPECT_TRUE(bound) << bound.error().message();
-  return *bound;
-}
-
 EchoRequest request(std::string text, std::uint32_t delay_ms = 0) {
   EchoRequest r;
   r.set_text(std::move(text));
@@ -106,7 +85,7 @@ struct Served {
   explicit Served(tern::rpc::ServerOptions server_options = {},
                   ChannelOptions channel_options = quick_options())
       : server(std::move(server_options)) {
-    address = start(server, service);
+    address = start_on_loopback(server, service);
     auto opened = Channel::open(address.to_string(), std::move(channel_options));
     if (!opened) {
       ADD_FAILURE() << opened.error().to_string();
@@ -298,7 +277,7 @@ TEST(Rpc, InterceptorChecksABearerToken) {
       }
       return next(context);
     });
-    const Address address = start(server, service);
+    const Address address = start_on_loopback(server, service);
     auto channel = Channel::open(address.to_string(), quick_options());
     ASSERT_TRUE(channel);
     EchoServiceClient client(*channel);
@@ -356,8 +335,8 @@ TEST(Rpc, RoundRobinAndConsistentHashSpreadCalls) {
   runtime.run([] {
     TestService a("a"), b("b");
     Server server_a, server_b;
-    const Address address_a = start(server_a, a);
-    const Address address_b = start(server_b, b);
+    const Address address_a = start_on_loopback(server_a, a);
+    const Address address_b = start_on_loopback(server_b, b);
     const std::string targets = address_a.to_string() + "," + address_b.to_string();
     auto channel = Channel::open(targets, quick_options());
     ASSERT_TRUE(channel);
@@ -411,8 +390,8 @@ TEST(Rpc, IdempotentCallRetriesOnAnotherEndpoint) {
   runtime.run([] {
     TestService a("a"), b("b");
     Server server_a, server_b;
-    const Address address_a = start(server_a, a);
-    const Address address_b = start(server_b, b);
+    const Address address_a = start_on_loopback(server_a, a);
+    const Address address_b = start_on_loopback(server_b, b);
     ChannelOptions options = quick_options();
     options.connections_per_endpoint = 1;
     auto channel = Channel::open(address_a.to_string() + "," + address_b.to_string(), options);
@@ -443,7 +422,7 @@ TEST(Rpc, ServerRestartFailsCallsInFlightThenReconnects) {
   runtime.run([] {
     TestService service;
     auto server = std::make_unique<Server>();
-    const Address address = start(*server, service);
+    const Address address = start_on_loopback(*server, service);
     auto channel = Channel::open(address.to_string(), quick_options());
     ASSERT_TRUE(channel);
     EchoServiceClient client(*channel);
@@ -456,7 +435,7 @@ TEST(Rpc, ServerRestartFailsCallsInFlightThenReconnects) {
     ASSERT_FALSE(failed);
     EXPECT_EQ(failed.error().code(), StatusCode::unavailable) << failed.error().to_string();
     server = std::make_unique<Server>();
-    start(*server, service, address.port());
+    start_on_loopback(*server, service, address.port());
     EXPECT_TRUE(eventually([&] { return static_cast<bool>(client.Echo(request("after"))); }));
     EXPECT_GE(channel->stats().connection_losses, 1u);
     channel->close();
@@ -475,7 +454,7 @@ TEST(Rpc, WaitForReadyCallWaitsForTheServerWithinItsDeadline) {
     {
       TestService unused;
       Server probe;
-      port = start(probe, unused).port();
+      port = start_on_loopback(probe, unused).port();
       probe.stop(tern::deadline_after(5s));
     }
     auto channel = Channel::open(Address::loopback(port).to_string(), quick_options());
@@ -516,7 +495,7 @@ TEST(Rpc, WaitForReadyCallWaitsForTheServerWithinItsDeadline) {
     tern::Fiber starter = tern::spawn([&] {
       ASSERT_TRUE(eventually([&] { return channel->stats().calls == 4; }));
       EXPECT_EQ(service.echoes, 0);
-      start(server, service, port);
+      start_on_loopback(server, service, port);
     });
     ClientContext ready;
     ready.set_wait_for_ready();

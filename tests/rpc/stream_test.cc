@@ -16,6 +16,7 @@
 #include "metadata.pb.h"
 #include "rpc/codec.h"
 #include "rpc/frame.h"
+#include "rpc_fixture.h"
 #include "stream_test.tern.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
@@ -23,7 +24,6 @@
 #include "tern/rpc/channel.h"
 #include "tern/rpc/server.h"
 #include "tern/rpc/stream.h"
-#include "wait_for_condition.h"
 
 namespace {
 
@@ -42,12 +42,11 @@ using tern::stream_test::StreamServiceBase;
 using tern::stream_test::StreamServiceClient;
 using tern::stream_test::Summary;
 
-constexpr auto kPatience = 10s;
-constexpr std::uint32_t kSmallWindow = 64u << 10;
+using tern_test::eventually;
+using tern_test::quick_options;
 
-bool eventually(auto pred) {
-  return tern_test::wait_until_condition(pred, tern::deadline_after(kPatience));
-}
+constexpr auto kPatience = tern_test::kRpcPatience;
+constexpr std::uint32_t kSmallWindow = 64u << 10;
 
 Item item(std::uint32_t seq, std::string text = {}, std::uint32_t count = 0) {
   Item result;
@@ -155,27 +154,14 @@ class StreamService final : public StreamServiceBase {
   std::vector<Status> outcomes_;
 };
 
-ChannelOptions quick_options() {
-  ChannelOptions options;
-  options.reconnect.initial_backoff = 20ms;
-  options.reconnect.max_backoff = 100ms;
-  options.reconnect.attempt_timeout = 2s;
-  return options;
-}
-
 // A StreamService on a Server at 127.0.0.1:0 and a connected Channel to it, closed and stopped
 // when it goes out of scope. Lives on one worker fiber; check ready() before use.
 struct Served {
   explicit Served(ServerOptions server_options = {},
                   ChannelOptions channel_options = quick_options())
       : server(std::move(server_options)) {
-    EXPECT_TRUE(server.add_service(service));
-    tern::Result<Address> bound = server.start(Address::loopback(0));
-    if (!bound) {
-      ADD_FAILURE() << bound.error().message();
-      return;
-    }
-    address = *bound;
+    address = tern_test::start_on_loopback(server, service);
+    if (!server.running()) return;
     auto opened = Channel::open(address.to_string(), std::move(channel_options));
     if (!opened) {
       ADD_FAILURE() << opened.error().to_string();
