@@ -117,6 +117,13 @@ for peer in grpc-sync grpc-callback; do
       "not built: needs gRPC (bash scripts/setup --bench); configure $build with -DTERN_BUILD_BENCH=ON and build grpc_rpc_server grpc_rpc_client"
   fi
 done
+# The streaming table's gRPC client (CMake target grpc_stream_client), against the same server.
+if [[ -x "$build/bench/grpc_rpc_server" && -x "$build/bench/grpc_stream_client" ]]; then
+  record grpc-stream true "$cxx" "$grpc_library" ""
+else
+  record grpc-stream false "$cxx" "$grpc_library" \
+    "not built: needs gRPC (bash scripts/setup --bench); configure $build with -DTERN_BUILD_BENCH=ON and build grpc_rpc_server grpc_stream_client"
+fi
 
 # ---- the Go RPC peers of report 001: rpcx and erpc ----
 # rpcx_rpc and erpc_rpc (each its own module) share go_rpc_common (module tern.bench), whose

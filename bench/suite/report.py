@@ -103,7 +103,7 @@ def figure_of(name):
 ROUND_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s",
                 "hook-redis": "rps", "hook-pingpong": "mb_per_s", "hook-rpc": "tps",
                 "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s",
-                "failover": "p99_window_ms"}
+                "failover": "p99_window_ms", "stream": "tps"}
 
 
 def round_key(run):
@@ -200,7 +200,8 @@ def mark(run):
 # server's CPU: what a server delivers for one second of its own CPU, which shows the cost of
 # the framework even where the client or the machine sets the rate.
 PER_CPU_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s",
-                  "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s"}
+                  "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s",
+                  "stream": "tps"}
 
 
 def add_per_server_cpu_second(runs):
@@ -648,6 +649,50 @@ class Report:
                 header += ["TPS ÷ best peer", "p99 ÷ best peer"]
             self.write(table(header, rows))
 
+    def stream(self):
+        runs = self.by_table("stream")
+        if not runs:
+            return
+        self.write("## Stream: streaming RPC (tern vs gRPC C++)\n")
+        self.write("Report 001's `BenchmarkMessage` (583 bytes encoded) streamed to "
+                   "`BenchmarkService/Pump`, a bidirectional method that answers every message "
+                   "on its stream as `Say` answers it (field1 = \"OK\", field2 = 100). N "
+                   "messages in all over 1 stream and over 100 streams, every stream on one "
+                   "connection; each stream's writer sends without waiting for answers (the "
+                   "stream's flow-control window bounds what is in flight) while its reader "
+                   "checks every answer. tern-rpc-server is driven by `tern-bench rpc --stream "
+                   "--shared 1` on the server's backend (`tern`: epoll, `tern-uring`: io_uring, "
+                   "both at tern's defaults), gRPC's server (`--api sync`, `--api callback`) by "
+                   "grpc_stream_client (one channel, a thread per stream writing and one "
+                   "reading). One server thread, the client on the other CPU. Messages/s = "
+                   "verified answers / seconds from the start to the last answer.\n")
+        servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
+        cells = defaultdict(dict)
+        for r in runs:
+            cells[r.get("params", {}).get("concurrency")][server_of(r)] = r
+        levels = sorted(k for k in cells if k is not None)
+        self.write("**Messages per second**, higher is better; tern's target: ≥ 2× the best "
+                   "gRPC server\n")
+        rows = []
+        for level in levels:
+            here = cells[level]
+            values = {s: fig(r, "tps") for s, r in here.items()}
+            group = next(iter(here.values()))["suite"].get("group")
+            row = [f"{level:,}"] + [fmt(values[s]) + mark(here[s]) if s in here else "–"
+                                    for s in servers]
+            row += [fmt(best_peer(values))] + [
+                self.ratio_cell(group, "tps", figure_of(t), best_peer, values)
+                if t in here else "–" for t in TERN]
+            row.append(", ".join(
+                f"{t}: " + self.target_cell(group, "tps", figure_of(t), best_peer, values, 2.0)
+                for t in TERN if t in here))
+            rows.append(row)
+        self.write(table(["streams"] + [label(s) for s in servers] + ["best gRPC"] +
+                         [f"{t} ÷ best gRPC" for t in TERN] + ["target"], rows))
+        self.write(SPREAD_NOTE)
+        self.cpu_tables(lambda level: [f"{level:,}"], {level: cells[level] for level in levels},
+                        servers, "Messages", ["streams"])
+
     def hooks(self):
         redis, micro = self.by_table("hook-redis"), self.by_table("hook-micro")
         own = self.by_table("hook-pingpong") + self.by_table("hook-rpc")
@@ -929,6 +974,7 @@ class Report:
         self.switch()
         self.traffic()
         self.rpc()
+        self.stream()
         self.ttcp()
         self.log()
         self.pingpong()

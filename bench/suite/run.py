@@ -195,6 +195,9 @@ class Suite:
             server = servers.RunningServer(server_name, server_command, server_cpus)
             if cell.get("client") == "peer":
                 command = self.catalog.rpc_client_command(server_name, server.port, cell["args"])
+            elif cell.get("client") == "peer-stream":
+                command = self.catalog.stream_client_command(server_name, server.port,
+                                                             cell["args"])
             else:
                 command[2:2] = [f"tcp://127.0.0.1:{server.port}", "--name", server_name,
                                 "--server-pid", str(server.pid)] + idle_poll
@@ -335,6 +338,8 @@ class Suite:
               f"{info['kernel']}; results in {path}", flush=True)
         for index, cell in enumerate(cells, 1):
             if cell.get("server") and cell["server"] in self.catalog.skipped:
+                continue
+            if cell.get("client") == "peer-stream" and "grpc-stream" in self.catalog.skipped:
                 continue
             if cell.get("kind") and kind_name(cell["kind"]) in self.catalog.skipped:
                 continue

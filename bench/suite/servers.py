@@ -60,6 +60,9 @@ class Catalog:
             "rpcx": os.path.join(peers, "rpcx_rpc_client"),
             "erpc": os.path.join(peers, "erpc_rpc_client"),
         }
+        # The streaming table: tern-rpc-server is driven by tern-bench rpc --stream, gRPC's server
+        # (either API) by grpc_stream_client.
+        self.stream_client = os.path.join(build_dir, "bench", "grpc_stream_client")
         self.versions = self._read_versions()
         self.skipped = {}
         for name, path in self.binaries.items():
@@ -75,6 +78,11 @@ class Catalog:
                 reason = self.versions.get(name, {}).get("skip_reason") or (
                     f"{' and '.join(missing)} not built")
                 self.skipped[name] = reason
+        missing = [p for p in (self.rpc_servers["grpc-sync"], self.stream_client)
+                   if not os.access(p, os.X_OK)]
+        if missing:
+            self.skipped["grpc-stream"] = self.versions.get("grpc-stream", {}).get(
+                "skip_reason") or f"{' and '.join(missing)} not built"
 
     def _read_versions(self):
         path = os.path.join(self.build, "peers", "versions.json")
@@ -101,6 +109,12 @@ class Catalog:
         if name.startswith("grpc-"):
             command += ["--peer", name]
         return command
+
+    def stream_client_command(self, name, port, args):
+        """The command line of grpc_stream_client against gRPC server `name` (grpc-sync or
+        grpc-callback) on 127.0.0.1:port, printing one JSON line in tern-bench rpc's shape."""
+        return [self.stream_client, "--target", f"127.0.0.1:{port}"] + args + [
+            "--peer", name, "--json"]
 
     def available(self, names):
         """The names from `names` whose binaries exist."""

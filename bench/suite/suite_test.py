@@ -477,6 +477,74 @@ class FailoverTest(unittest.TestCase):
         self.assertEqual(failover.expected_exit("term"), 0)
 
 
+def stream_run(server, tps, round_number, streams=100, cpu=50.0):
+    return {
+        "mode": "rpc", "target": server, "verified": True,
+        "params": {"concurrency": streams, "calls": 1000, "stream": True},
+        "figures": {"tps": tps, "calls": 1000}, "server_cpu_pct": cpu,
+        "suite": {"table": "stream", "server": server, "group": f"stream {streams} streams",
+                  "round": round_number, "rounds": 3, "placement": "not pinned",
+                  "other_cpu_pct": 0.0, "command": f"stream vs {server}", "problem": None},
+    }
+
+
+class StreamTableTest(unittest.TestCase):
+    def test_tern_streams_on_one_connection_against_grpc_stream_client(self):
+        cells = tables.stream_cells(1000, True)
+        self.assertEqual({c["table"] for c in cells}, {"stream"})
+        self.assertEqual({c["server"] for c in cells},
+                         {"tern", "tern-uring", "grpc-sync", "grpc-callback"})
+        self.assertEqual(sorted({c["group"] for c in cells}),
+                         ["stream 1 streams", "stream 100 streams"])
+        for cell in cells:
+            if cell["server"].startswith("tern"):
+                self.assertEqual(cell["client"], "tern-bench")
+                self.assertIn("--stream", cell["args"])
+                self.assertEqual(cell["args"][cell["args"].index("--shared") + 1], "1")
+                io = cell["args"][cell["args"].index("--io") + 1]
+                self.assertEqual(io, "uring" if cell["server"] == "tern-uring" else "epoll")
+            else:
+                self.assertEqual(cell["client"], "peer-stream")
+            self.assertFalse(run.idle_poll_args(cell["server"]))
+        quick = tables.stream_cells(1000, False)
+        self.assertEqual({c["server"] for c in quick}, {"tern", "tern-uring", "grpc-callback"})
+
+    def test_only_stream_selects_the_stream_table(self):
+        cells = tables.all_cells(False, 3.0, ["stream"])
+        self.assertTrue(cells)
+        self.assertEqual({c["table"] for c in cells}, {"stream"})
+
+    def test_the_grpc_stream_client_prints_json_for_its_server(self):
+        catalog = run.servers.Catalog("/nonexistent")
+        command = catalog.stream_client_command("grpc-callback", 4000, ["-c", "1", "-n", "10"])
+        self.assertEqual(command[0], "/nonexistent/bench/grpc_stream_client")
+        self.assertEqual(command[1:3], ["--target", "127.0.0.1:4000"])
+        self.assertEqual(command[-3:], ["--peer", "grpc-callback", "--json"])
+        self.assertIn("grpc-stream", catalog.skipped)
+
+    def test_the_report_shows_rates_per_cpu_second_and_ratios_to_the_best_grpc(self):
+        runs = []
+        for number, (tern, uring, sync, callback) in enumerate(
+                [(400, 380, 100, 150), (500, 450, 120, 200), (420, 400, 110, 190)], 1):
+            runs += [stream_run("tern", tern, number, cpu=100.0),
+                     stream_run("tern-uring", uring, number, cpu=100.0),
+                     stream_run("grpc-sync", sync, number, cpu=100.0),
+                     stream_run("grpc-callback", callback, number, cpu=200.0)]
+        with tempfile.TemporaryDirectory() as directory:
+            text = report.Report({"machine": machine(), "peers": {}, "runs": runs}).render(
+                os.path.join(directory, "REPORT.md"), None)
+        self.assertIn("## Stream: streaming RPC (tern vs gRPC C++)", text)
+        section = text[text.index("## Stream"):]
+        self.assertIn("| streams | tern | tern-uring | grpc-sync | grpc-callback | best gRPC |",
+                      section)
+        # Medians tern 420, tern-uring 400, grpc-sync 110, grpc-callback 190; tern's ratios per
+        # round 400/150, 500/200, 420/190: median 2.50, spread 2.21-2.67.
+        self.assertIn("| 100 | 420 | 400 | 110 | 190 | 190 | 2.50× (2.21–2.67) |", section)
+        self.assertIn("tern: ≥ 2.0×: met", section)
+        # Per server CPU-second: grpc-callback 190 on 200 % = 95, below grpc-sync's 110.
+        self.assertIn("| 100 | 420 | 400 | 110 | 95 |", section)
+
+
 class MergeTest(unittest.TestCase):
     EXISTING = ("# report (quick pass, A)\n\nhead\n\n## 003: pingpong\n\nold 003\n\n"
                 "## TLS: x\n\nold tls\n\n## Plots\n\nplots\n")

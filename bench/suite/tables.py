@@ -2,7 +2,8 @@
 the quick pass and the full matrix.
 
 A cell is a dict:
-  table           report id: "000", "001", "002-ttcp", "002-log", "003", "004", "switch", or
+  table           report id: "000", "001", "002-ttcp", "002-log", "003", "004", "switch",
+                  "stream" (streaming RPC, tern vs gRPC), or
                   the hooks table's parts: "hook-micro", "hook-redis", "hook-pingpong", "hook-rpc"
   kind            cells the runner does not run as one server and one tern-bench: "redis" or
                   "micro" (the hooks table, bench/suite/hooks.py; client: the redis client model,
@@ -20,6 +21,8 @@ A cell is a dict:
                   server's own client from bench/peers: grpc_rpc_client, rpcx/erpc_rpc_client)
   group           the servers' cells of one comparison (same load, one cell per server) share a
                   group name: the runner repeats a group in rounds (run.py --rounds)
+  client          also "peer-stream" in the stream table: grpc_stream_client drives the gRPC
+                  server
   tls             the server serves TLS with the suite's test certificate (ECDSA P-256) and the
                   client adds --tls; tern runs at its defaults (no --idle-poll)
 
@@ -43,6 +46,8 @@ TLS_PINGPONG_SERVERS = ["tern", "tern-uring", "asio", "go"]
 TLS_HANDSHAKE_SERVERS = ["tern", "asio", "go"]
 # Report 001: tern-rpc-server on both backends and the RPC peers, each driven by its own client.
 RPC_SERVERS = ["tern", "tern-uring", "grpc-sync", "grpc-callback", "rpcx", "erpc"]
+# The stream table: tern-rpc-server on both backends and gRPC C++'s server on both of its APIs.
+STREAM_SERVERS = ["tern", "tern-uring", "grpc-sync", "grpc-callback"]
 # tern runs at its defaults (no idle polling) in every headline column. This labelled variant,
 # tern on epoll whose server and tern-bench client poll this long before they sleep
 # (docs/guide.md, "Idle polling"), runs as an extra column where polling changes the picture:
@@ -224,6 +229,31 @@ def rpc_cells(total, full):
     return cells
 
 
+def stream_cells(total, full):
+    """The stream table: `total` BenchmarkMessages over 1 stream and over 100 streams, every
+    stream on one connection, each message answered on its stream (BenchmarkService/Pump). tern
+    by `tern-bench rpc --stream --shared 1` on the server's backend, gRPC by grpc_stream_client
+    (one channel); one server thread, one client CPU. The quick pass leaves out grpc-sync (its
+    rates were within the noise of grpc-callback's)."""
+    servers = STREAM_SERVERS if full else [s for s in STREAM_SERVERS if s != "grpc-sync"]
+    cells = []
+    for streams in (1, 100):
+        for server in servers:
+            args = ["-c", str(streams), "-n", str(total)]
+            tern = server.startswith("tern")
+            if tern:
+                args = ["--stream", "--shared", "1"] + args + [
+                    "--workers", "1", "--io", "uring" if server == "tern-uring" else "epoll"]
+            # tern streams about 200,000 messages/s here, gRPC about 25,000.
+            rate = 200_000 if tern else 25_000
+            cells.append({
+                "table": "stream", "group": f"stream {streams} streams", "mode": "rpc",
+                "server": server, "server_threads": 1, "server_mode": "rpc",
+                "client_threads": 1, "client": "tern-bench" if tern else "peer-stream",
+                "estimate_s": CELL_OVERHEAD_S + total / rate, "args": args})
+    return cells
+
+
 def hook_cells(seconds, full):
     """The hooks table (tern::hook, docs/hooks.md): the hook micro benchmark; N SETs and N GETs
     of 64-byte values against redis-server from redis-benchmark, redis_bench's fibers through
@@ -314,9 +344,9 @@ TABLES = {
     "hook": (lambda full, seconds: hook_cells(seconds, full), 40, 250),
     "tls": (lambda full, seconds: tls_cells(seconds, full), 64, 210),
     "failover": (lambda full, seconds: failover_cells(full), 10, 120),
-    # Reserved for tables on their way: RPC over TLS, streaming RPC.
+    "stream": (lambda full, seconds: stream_cells(200_000 if full else 20_000, full), 20, 180),
+    # Reserved for a table on its way: RPC over TLS.
     "tls-rpc": (lambda full, seconds: [], 20, 180),
-    "stream": (lambda full, seconds: [], 20, 180),
 }
 
 

@@ -1,7 +1,7 @@
 // grpc_rpc_server: the gRPC C++ peer server of report 001's RPC benchmark. It serves
 // tern.bench.BenchmarkService/Say (bench/proto): decode the request, set field1 = "OK" and
 // field2 = 100, encode it as the reply. Debian's gRPC, insecure credentials, default settings.
-// With --api sync it also serves Pump, the streaming form (grpc_stream_client).
+// It also serves Pump, the streaming form (grpc_stream_client), with either API.
 //
 //   grpc_rpc_server [--host 127.0.0.1] [--port 0] [--threads 1] [--api sync|callback]
 //
@@ -66,6 +66,37 @@ class CallbackBenchmarkService final : public tern::bench::BenchmarkService::Cal
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
+  grpc::ServerBidiReactor<BenchmarkMessage, BenchmarkMessage>* Pump(
+      grpc::CallbackServerContext*) override {
+    return new PumpReactor();
+  }
+
+ private:
+  // One Pump stream: reads a message, writes its answer, and reads the next once the write is
+  // done (the callback API allows one read and one write outstanding); deletes itself when done.
+  class PumpReactor final : public grpc::ServerBidiReactor<BenchmarkMessage, BenchmarkMessage> {
+   public:
+    PumpReactor() { StartRead(&message_); }
+    void OnReadDone(bool ok) override {
+      if (!ok) {
+        Finish(grpc::Status::OK);
+        return;
+      }
+      tern::bench::answer_rpc_request(message_);
+      StartWrite(&message_);
+    }
+    void OnWriteDone(bool ok) override {
+      if (!ok) {
+        Finish(grpc::Status::CANCELLED);
+        return;
+      }
+      StartRead(&message_);
+    }
+    void OnDone() override { delete this; }
+
+   private:
+    BenchmarkMessage message_;
+  };
 };
 
 // Lets thousands of connections in: the soft descriptor limit goes up to the hard one.

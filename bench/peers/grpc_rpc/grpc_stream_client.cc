@@ -6,10 +6,11 @@
 // flight) while another reads and checks every answer. The rate is verified answers / seconds from
 // the start to the last answer.
 //
-//   grpc_stream_client --target HOST:PORT -c 100 -n 1000000 [--timeout 60] [--json]
+//   grpc_stream_client --target HOST:PORT -c 100 -n 1000000 [--timeout 60] [--peer NAME] [--json]
 //
-// The server is grpc_rpc_server --api sync. Exit status: 0 every answer verified, 1 not, 2 bad
-// arguments.
+// The server is grpc_rpc_server (either --api). --json prints one line in the shape of
+// `tern-bench rpc --stream --json` (figures calls, tps = messages/s, elapsed_s), so the benchmark
+// suite reads both alike. Exit status: 0 every answer verified, 1 not, 2 bad arguments.
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -89,9 +90,10 @@ int main(int argc, char** argv) {
   std::uint64_t messages = 100000;
   double timeout_s = 60;
   bool json = false;
+  std::string peer = "grpc";
   CLI::App app{
       "grpc_stream_client: gRPC C++ streams to tern.bench.BenchmarkService/Pump (grpc_rpc_server "
-      "--api sync): -c streams over one connection carry -n messages in all; every answer is "
+      "either --api): -c streams over one connection carry -n messages in all; every answer is "
       "checked; prints messages/s."};
   app.add_option("--target", target, "HOST:PORT of the server")->required();
   app.add_option("-c,--streams", streams, "streams, all on one connection")
@@ -102,6 +104,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--timeout", timeout_s, "seconds the whole run may take (each stream's deadline)")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--peer", peer, "the name the report gives the server (grpc-sync, ...)")
       ->capture_default_str();
   app.add_flag("--json", json, "one JSON line instead of text");
   try {
@@ -146,17 +150,22 @@ int main(int argc, char** argv) {
   }
   const double elapsed = std::chrono::duration<double>(total.last - start).count();
   const double rate = elapsed > 0 ? static_cast<double>(total.verified) / elapsed : 0;
+  const bool verified = total.failed == 0 && total.verified == messages;
   if (json) {
-    nlohmann::json line;
-    line["peer"] = "grpc-sync";
-    line["mode"] = "stream";
-    line["params"] = {{"streams", streams},
-                      {"messages", messages},
-                      {"message_bytes", tern::bench::kRpcRequestBytes}};
-    line["figures"] = {
-        {"messages", total.verified}, {"messages_per_s", rate}, {"elapsed_s", elapsed}};
+    nlohmann::ordered_json line;
+    line["tool"] = peer;
+    line["mode"] = "rpc";
+    line["target"] = "tcp://" + target;
+    line["params"] = {{"concurrency", streams},
+                      {"calls", messages},
+                      {"message_bytes", tern::bench::kRpcRequestBytes},
+                      {"shared", 1},
+                      {"stream", true}};
+    line["figures"] = {{"calls", total.verified}, {"tps", rate}, {"elapsed_s", elapsed}};
     line["errors"] = total.failed;
-    if (!total.error.empty()) line["error_messages"] = {total.error};
+    line["verified"] = verified;
+    line["error_messages"] = nlohmann::ordered_json::array();
+    if (!total.error.empty()) line["error_messages"].push_back(total.error);
     std::printf("%s\n", line.dump().c_str());
   } else {
     std::printf(
@@ -167,5 +176,5 @@ int main(int argc, char** argv) {
         elapsed, rate, static_cast<unsigned long long>(total.failed),
         total.error.empty() ? "" : "; first: ", total.error.c_str());
   }
-  return total.failed == 0 && total.verified == messages ? 0 : 1;
+  return verified ? 0 : 1;
 }
