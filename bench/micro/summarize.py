@@ -136,14 +136,18 @@ def main():
              verdict(None if raw_vs_boost is None else raw_vs_boost <= 0.5)))
     print("| raw context switch, per switch | %s | swapcontext %s | %s | - | |"
           % (raw.text(), ucontext.text(), ratio(raw, ucontext)))
-    print("| fiber yield round trip (A->B->A) | %s | - | - | < 10 ns | %s |"
-          % (round_trip.text(), verdict(round_trip.median < 10 if round_trip.ok() else None)))
+    yield_vs_raw = per_yield.median / raw.median if per_yield.ok() and raw.ok() else None
+    print("| fiber yield round trip (A->B->A) | %s | - | - | <= 16 ns | %s |"
+          % (round_trip.text(), verdict(round_trip.median <= 16 if round_trip.ok() else None)))
+    print("| fiber yield, per yield | %s | tern raw switch %s | %s | <= 1.5x raw | %s |"
+          % (per_yield.text(), raw.text(), ratio(per_yield, raw),
+             verdict(None if yield_vs_raw is None else yield_vs_raw <= 1.5)))
     print("| fiber yield, per yield | %s | boost raw switch %s | %s | - | |"
           % (per_yield.text(), boost.text(), ratio(per_yield, boost)))
-    print("| fiber yield round trip, both fibers in the same code | %s | - | - | < 10 ns | %s |"
-          % (same_site.text(), verdict(same_site.median < 10 if same_site.ok() else None)))
-    print("| spawn + join (pooled stack) | %s | - | - | < 100 ns | %s |"
-          % (spawn.text(), verdict(spawn.median < 100 if spawn.ok() else None)))
+    print("| fiber yield round trip, both fibers in the same code | %s | - | - | <= 16 ns | %s |"
+          % (same_site.text(), verdict(same_site.median <= 16 if same_site.ok() else None)))
+    print("| spawn + join (pooled stack) | %s | - | - | <= 50 ns | %s |"
+          % (spawn.text(), verdict(spawn.median <= 50 if spawn.ok() else None)))
     print("| channel round trip, one worker | %s | - | - | - | |" % chan_same.text())
     print("| channel round trip, two workers | %s | - | - | - | |" % chan_cross.text())
     print("| Mutex lock+unlock, uncontended | %s | std::mutex %s | %s | - | |"

@@ -24,12 +24,9 @@
 
 namespace tern::detail {
 
-thread_local Scheduler* Scheduler::current_scheduler = nullptr;
+constinit thread_local Scheduler* Scheduler::current_scheduler = nullptr;
 
 namespace {
-
-// How many fiber-to-fiber switches may pass before the main context gets a turn.
-constexpr std::uint32_t kSwitchesPerRound = 64;
 
 prof::Counter idle_polls_cut(
     "fiber.idle_polls_cut",
@@ -125,6 +122,7 @@ void Scheduler::run() {
   AltSignalStack alt_stack;
   start_profiler();
   for (;;) {
+    free_finished();
     take_remote_work();
     if (!timers_.empty()) fire_timers();
     if (!stop_seen_ && stop_requested()) {
@@ -166,6 +164,7 @@ void Scheduler::run() {
     just_parked_ = true;
     sleeping_.store(false, std::memory_order_relaxed);
   }
+  free_finished();
   stop_profiler();
   current_scheduler = nullptr;
 }
@@ -242,6 +241,7 @@ void Scheduler::stop_profiler() {
 
 Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
                                           std::size_t entry_align) {
+  free_finished();  // its stack is the warmest one to reuse
   if (options.stack_mode == StackMode::shared) [[unlikely]]
     return create_shared_fiber(options, entry_size, entry_align);
   Result<Stack> stack = stacks_.take(options.stack_size);
@@ -297,7 +297,6 @@ void Scheduler::fiber_main(void* from) {
   Scheduler* self_scheduler = current_scheduler;
   FiberControl* self = self_scheduler->running_;
   sanitizer_after_switch(self->sanitizer, static_cast<FiberControl*>(from)->sanitizer);
-  self_scheduler->after_switch(static_cast<FiberControl*>(from));
   try {
     self->entry->run();
   } catch (const std::exception& e) {
@@ -307,7 +306,7 @@ void Scheduler::fiber_main(void* from) {
   }
   self->entry->~FiberEntry();
   self->entry = nullptr;
-  destroy_fiber_locals(self);
+  if (self->locals != nullptr) destroy_fiber_locals(self);
   self_scheduler->finish_running();
 }
 
@@ -316,64 +315,32 @@ void Scheduler::finish_running() noexcept {
   self->state = FiberState::finished;
   live_.remove(*self);
   alive_.store(alive_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-  if (self->joiner != nullptr && claim(*self->joiner)) wake(*self->joiner);
+  if (self->joiner != nullptr) wake_joiner(*self->joiner);
+  free_finished();
+  if (--self->refs == 0) finished_ = self;  // the running fiber's own reference
   FiberControl* next = run_queue_.pop_front();
   switch_to(next != nullptr ? next : &main_);
   __builtin_unreachable();
 }
 
-void Scheduler::switch_to(FiberControl* next) noexcept {
-  FiberControl* prev = running_;
-  if (next->on_shared_stack) [[unlikely]] {
-    if (prev->on_shared_stack) {
-      switch_via_copier(prev, next);
-      return;
-    }
-    shared_stack_.load(next, &Scheduler::fiber_main);
-  }
-  running_ = next;
-  sanitizer_before_switch(prev->sanitizer, next->sanitizer, prev->state == FiberState::finished);
-  next->state = FiberState::running;
-  auto* from = static_cast<FiberControl*>(switch_context(&prev->context, next->context, prev));
-  sanitizer_after_switch(prev->sanitizer, from->sanitizer);
-  after_switch(from);
+void Scheduler::wake_joiner(Waiter& joiner) noexcept {
+  // Only this worker can claim a fiber waiting in join (its handle is owner-only; its deadline
+  // and interrupts fire here), so the claim needs no locked read-modify-write.
+  FiberControl* fiber = joiner.fiber;
+  if (fiber->claim.load(std::memory_order_relaxed) != 0) return;
+  fiber->claim.store(1, std::memory_order_relaxed);
+  joiner.fired = true;
+  fiber->wake_result = {};
+  fiber->state = FiberState::ready;
+  push_ready(fiber);
 }
 
-void Scheduler::after_switch(FiberControl* from) noexcept {
-  if (from->on_shared_stack) [[unlikely]] {
-    settle_shared(from);
-    return;
-  }
-  if (from->state == FiberState::finished) release(from);
-}
-
-void Scheduler::suspend() noexcept {
-  FiberControl* next = nullptr;
-  if (++switch_ticks_ % kSwitchesPerRound != 0) next = run_queue_.pop_front();
-  if (next == nullptr) next = &main_;
-  if (next == running_) {
-    next->state = FiberState::running;
-    return;
-  }
-  switch_to(next);
-}
-
-void Scheduler::yield() noexcept {
-  FiberControl* self = running_;
-  check_can_park(self);
-  self->state = FiberState::ready;
-  push_ready(self);
-  suspend();
-}
-
-void Scheduler::check_can_park(FiberControl* self) const {
-  if (std_mutexes_held() > 0) {
-    TERN_FATAL(
-        "fiber '{}' (id {}) is about to wait or yield while holding a std::mutex (or another "
-        "pthread mutex); another fiber on this worker that takes it would deadlock the worker. "
-        "Use tern::Mutex, or release it first.",
-        self->name, self->id);
-  }
+void Scheduler::report_parking_with_mutex(const FiberControl* self) const {
+  TERN_FATAL(
+      "fiber '{}' (id {}) is about to wait or yield while holding a std::mutex (or another "
+      "pthread mutex); another fiber on this worker that takes it would deadlock the worker. "
+      "Use tern::Mutex, or release it first.",
+      self->name, self->id);
 }
 
 std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool interruptible) {

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 
+#include "debug_checks.h"
 #include "fiber_control.h"
 #include "shared_stack.h"
 #include "spare_cpu.h"
@@ -93,19 +95,28 @@ class Scheduler {
 
  private:
   [[noreturn]] static void fiber_main(void* from);
+  // Runs next in place of the running fiber. Without a sanitizer nothing follows the switch, so
+  // the compiler makes it a tail call: a yield's return address is then its caller's, and the
+  // switch resumes the other fiber's call site by a predicted jump (arch/switch_x86_64.S).
   void switch_to(FiberControl* next) noexcept;
-  void after_switch(FiberControl* from) noexcept;
   // Shared stacks (scheduler_shared.cc).
   Result<FiberSlot> create_shared_fiber(const FiberOptions& options, std::size_t entry_size,
                                         std::size_t entry_align);
   void free_shared_fiber(FiberControl* fiber) noexcept;
-  // A switch from one shared-stack fiber to another, through the copier context.
-  void switch_via_copier(FiberControl* prev, FiberControl* next) noexcept;
+  // A switch to or from a shared-stack fiber. Away from one it goes through the copier
+  // context, which copies it out (or frees a finished one) before it goes on to `next`, so
+  // the context that resumes needs no work after the switch.
+  [[gnu::noinline]] void switch_shared(FiberControl* prev, FiberControl* next) noexcept;
   [[noreturn]] static void copier_main(void* from);
-  // After a switch away from a shared-stack fiber: copies it out (or frees a finished one).
-  void settle_shared(FiberControl* from) noexcept;
   void suspend() noexcept;
+  // Gives back the stack of the last finished fiber nobody holds a handle to (it cannot be
+  // given back on its own stack, so this waits until another context runs).
+  void free_finished() noexcept {
+    if (finished_ != nullptr) abandon_fiber(std::exchange(finished_, nullptr));
+  }
   [[noreturn]] void finish_running() noexcept;
+  // Wakes the fiber joining the finishing one, unless a deadline or interrupt claimed it.
+  void wake_joiner(Waiter& joiner) noexcept;
   void push_ready(FiberControl* fiber) noexcept { run_queue_.push_back(*fiber); }
   std::size_t take_remote_work();
   void fire_timers();
@@ -116,7 +127,11 @@ class Scheduler {
   void report_shutdown_progress();
   void wake_parker() noexcept;
   void sync_with_wakers() noexcept;
-  void check_can_park(FiberControl* self) const;
+  void check_can_park(const FiberControl* self) const {
+    if (std_mutexes_held() > 0) [[unlikely]]
+      report_parking_with_mutex(self);
+  }
+  [[noreturn, gnu::cold]] void report_parking_with_mutex(const FiberControl* self) const;
   // Polls the parker, posts, timers and stop for up to settings_.idle_poll; true when something
   // turned up (the loop then runs again instead of sleeping).
   bool poll_for_work();
@@ -132,13 +147,17 @@ class Scheduler {
   void report_profile(std::uint64_t now, bool final);
   void stop_profiler();
 
-  static thread_local Scheduler* current_scheduler;
+  // How many fiber-to-fiber switches may pass before the main context gets a turn.
+  static constexpr std::uint32_t kSwitchesPerRound = 64;
+
+  static constinit thread_local Scheduler* current_scheduler;
 
   RuntimeState* runtime_;
   std::size_t index_;
   std::unique_ptr<Parker> parker_;
   FiberControl main_;
   FiberControl* running_ = &main_;
+  FiberControl* finished_ = nullptr;  // see free_finished()
   IntrusiveList<FiberControl, &FiberControl::run_hook> run_queue_;
   IntrusiveList<FiberControl, &FiberControl::waiting_hook> interruptible_;
   IntrusiveList<FiberControl, &FiberControl::all_hook> live_;
@@ -173,6 +192,44 @@ class Scheduler {
   prof::LoopProfiler* prof_ = nullptr;  // profiler_.get() while run() profiles
 #endif
 };
+
+// yield, suspend and switch_to are the path of every switch: inline, so that this_fiber::yield
+// is one function that ends in a jump to the context switch.
+inline void Scheduler::switch_to(FiberControl* next) noexcept {
+  FiberControl* prev = running_;
+  if (prev->on_shared_stack || next->on_shared_stack) [[unlikely]] {
+    switch_shared(prev, next);
+    return;
+  }
+  running_ = next;
+  sanitizer_before_switch(prev->sanitizer, next->sanitizer, prev->state == FiberState::finished);
+  next->state = FiberState::running;
+#if TERN_ASAN || TERN_TSAN
+  auto* from = static_cast<FiberControl*>(switch_context(&prev->context, next->context, prev));
+  sanitizer_after_switch(prev->sanitizer, from->sanitizer);
+#else
+  switch_context(&prev->context, next->context, prev);
+#endif
+}
+
+inline void Scheduler::suspend() noexcept {
+  FiberControl* next = nullptr;
+  if (++switch_ticks_ % kSwitchesPerRound != 0) next = run_queue_.pop_front();
+  if (next == nullptr) next = &main_;
+  if (next == running_) {
+    next->state = FiberState::running;
+    return;
+  }
+  switch_to(next);
+}
+
+inline void Scheduler::yield() noexcept {
+  FiberControl* self = running_;
+  check_can_park(self);
+  self->state = FiberState::ready;
+  push_ready(self);
+  suspend();
+}
 
 template <typename Fn>
 inline void Scheduler::timed(prof::LoopPhase phase, Fn&& fn) {

@@ -1,8 +1,8 @@
 // The scheduler's side of shared stacks (FiberOptions::stack_mode = StackMode::shared): making
 // and freeing such fibers, and the copies around their switches. A shared-stack fiber is copied
 // out as soon as it parks, so that its stack never looks valid to a pointer that outlived the
-// park: by the context it switched to, or, when that is another shared-stack fiber, by the
-// copier, a small context of its own that copies one fiber out and the next one in.
+// park: by the copier, a small context of its own that copies the parking fiber out (or frees a
+// finished one) and, when the next fiber is on the shared stack too, copies that one in.
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
@@ -75,15 +75,26 @@ void Scheduler::free_shared_fiber(FiberControl* fiber) noexcept {
   std::free(fiber);
 }
 
-void Scheduler::switch_via_copier(FiberControl* prev, FiberControl* next) noexcept {
+void Scheduler::switch_shared(FiberControl* prev, FiberControl* next) noexcept {
+  if (!prev->on_shared_stack) {  // next is on the shared stack, which is free: copy it in
+    shared_stack_.load(next, &Scheduler::fiber_main);
+    running_ = next;
+    sanitizer_before_switch(prev->sanitizer, next->sanitizer, prev->state == FiberState::finished);
+    next->state = FiberState::running;
+    [[maybe_unused]] auto* from =
+        static_cast<FiberControl*>(switch_context(&prev->context, next->context, prev));
+    sanitizer_after_switch(prev->sanitizer, from->sanitizer);
+    return;
+  }
+  // prev leaves the shared stack: the copier copies it out, then goes on to next.
   running_ = next;
   copier_from_ = prev;
   copier_to_ = next;
   sanitizer_before_switch(prev->sanitizer, copier_.sanitizer, prev->state == FiberState::finished);
   next->state = FiberState::running;
-  auto* from = static_cast<FiberControl*>(switch_context(&prev->context, copier_.context, prev));
+  [[maybe_unused]] auto* from =
+      static_cast<FiberControl*>(switch_context(&prev->context, copier_.context, prev));
   sanitizer_after_switch(prev->sanitizer, from->sanitizer);
-  after_switch(from);
 }
 
 void Scheduler::copier_main(void* /*from*/) {
@@ -97,22 +108,11 @@ void Scheduler::copier_main(void* /*from*/) {
     } else {
       self->shared_stack_.evict();
     }
-    self->shared_stack_.load(next, &Scheduler::fiber_main);
+    if (next->on_shared_stack) self->shared_stack_.load(next, &Scheduler::fiber_main);
     sanitizer_before_switch(self->copier_.sanitizer, next->sanitizer, false);
     // Lands in next's switch_to (or fiber_main), which sees prev as where it came from.
     switch_context(&self->copier_.context, next->context, prev);
   }
-}
-
-void Scheduler::settle_shared(FiberControl* from) noexcept {
-  if (shared_stack_.occupant() == from) {
-    if (from->state == FiberState::finished) {
-      shared_stack_.drop();
-    } else {
-      shared_stack_.evict();
-    }
-  }
-  if (from->state == FiberState::finished) release(from);
 }
 
 }  // namespace tern::detail

@@ -72,6 +72,11 @@ StackPool::~StackPool() {
 
 Result<Stack> StackPool::take(std::size_t size) {
   const std::size_t wanted = stack_size_for(size);
+  if (!free_.empty() && free_.back().size == wanted) {  // the last one given back: warm
+    const Stack s = free_.back();
+    free_.pop_back();
+    return s;
+  }
   for (std::size_t i = free_.size(); i-- > 0;) {
     if (free_[i].size == wanted) {
       Stack s = free_[i];

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cfenv>
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -111,6 +112,63 @@ TEST(Yield, AloneReturnsAtOnce) {
   on_one_worker([] {
     for (int i = 0; i < 1000; ++i) tern::this_fiber::yield();
   });
+}
+
+// 1/3 in the current rounding mode; volatile so it is computed at run time.
+double one_third_now() {
+  volatile double one = 1.0;
+  volatile double three = 3.0;
+  return one / three;
+}
+
+TEST(Yield, EachFiberKeepsItsOwnRoundingModeAcrossSwitches) {
+  // Every way a fiber leaves and gets the worker back (a yield from its own code, a yield from
+  // shared code, a join, the worker's main loop every few dozen switches) must give it back its
+  // own MXCSR / x87 rounding mode, which the System V ABI makes callee-saved.
+  const int original = std::fegetround();
+  ASSERT_EQ(std::fesetround(FE_UPWARD), 0);
+  const double upward = one_third_now();
+  ASSERT_EQ(std::fesetround(FE_TOWARDZERO), 0);
+  const double toward_zero = one_third_now();
+  ASSERT_EQ(std::fesetround(FE_DOWNWARD), 0);
+  const double downward = one_third_now();
+  std::fesetround(original);
+  ASSERT_NE(upward, toward_zero);
+  ASSERT_NE(upward, downward);
+
+  int errors = 0;
+  constexpr int kRounds = 1000;  // many main-loop turns (one every 64 switches)
+  auto shared_loop = [&errors](int mode, double expected) {
+    for (int i = 0; i < kRounds; ++i) {
+      tern::this_fiber::yield();
+      if (std::fegetround() != mode || one_third_now() != expected) ++errors;
+    }
+  };
+  on_one_worker([&] {
+    tern::Fiber up = tern::spawn([&] {
+      std::fesetround(FE_UPWARD);
+      shared_loop(FE_UPWARD, upward);
+    });
+    tern::Fiber zero = tern::spawn([&] {
+      std::fesetround(FE_TOWARDZERO);
+      shared_loop(FE_TOWARDZERO, toward_zero);
+    });
+    tern::Fiber down = tern::spawn([&] {
+      std::fesetround(FE_DOWNWARD);
+      for (int i = 0; i < kRounds; ++i) {  // yields from a call site of its own
+        tern::this_fiber::yield();
+        if (std::fegetround() != FE_DOWNWARD || one_third_now() != downward) ++errors;
+      }
+    });
+    std::fesetround(FE_UPWARD);
+    const double mine = one_third_now();
+    up.join();
+    zero.join();
+    down.join();
+    if (std::fegetround() != FE_UPWARD || one_third_now() != mine) ++errors;
+    std::fesetround(original);
+  });
+  EXPECT_EQ(errors, 0);
 }
 
 TEST(ThisFiber, IdsAreUniqueAndNamesAreKept) {

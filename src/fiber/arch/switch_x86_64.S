@@ -6,12 +6,16 @@
  * control word) on the current stack, stores the stack pointer in *save_sp, loads to_sp and
  * restores the same set from there; returns arg in the resumed context.
  *
- * MXCSR is always reloaded: deciding whether to reload it means reading back what stmxcsr just
- * stored, and that load and compare cost more than the ldmxcsr itself (AMD Zen 4: 6.6 -> 5.0 ns
- * per switch in bench/micro/switch_bench). Its exception flags (bits 0-5) are caller-saved, so
- * the resumed context getting back the flags it left with is as correct as keeping the current
- * ones. The x87 control word is reloaded only when it differs: reading fnstcw's result back is
- * cheap. stmxcsr itself remains the costliest instruction here (about half a switch on Zen 4).
+ * MXCSR is loaded only when its control bits (rounding, FTZ/DAZ, exception masks) differ from
+ * the current ones, and then with the current status flags (bits 0-5) kept. The ABI makes those
+ * flags caller-saved, so a switch may leave them as they are; restoring each context's own
+ * flags would be as correct but far slower: an ldmxcsr that changes a status flag costs 40-90 ns
+ * on the AMD Zen 4 VMs tern is measured on (against about 2 ns for one that changes nothing),
+ * and two fibers of which one has done an inexact floating-point operation since its last
+ * switch and the other has not would pay it on every switch (a tern-bench switch run whose
+ * timing fiber computes a double per batch measured 70-90 ns per switch that way). Comparing
+ * costs a load of what stmxcsr just stored; stmxcsr itself remains the costliest instruction
+ * here. The x87 control word is likewise reloaded only when it differs.
  *
  * The resume returns with `ret` when the resumed context suspended at the same call site as the
  * current one (the common case under the scheduler: fibers park in the same wait path). The
@@ -39,11 +43,16 @@ tern_switch_context:
         subq    $8, %rsp
         stmxcsr (%rsp)
         fnstcw  4(%rsp)
-        movzwl  4(%rsp), %r9d
+        movl    (%rsp), %r11d           /* MXCSR now */
+        movzwl  4(%rsp), %r9d           /* x87 control word now */
         movq    %rsp, (%rdi)
 
         movq    %rsi, %rsp
-        ldmxcsr (%rsp)
+        movl    (%rsp), %r8d
+        xorl    %r11d, %r8d
+        testl   $0xffffffc0, %r8d       /* control bits differ? */
+        jnz     .Lload_mxcsr
+.Lmxcsr_done:
         cmpw    4(%rsp), %r9w
         jne     .Lload_x87cw
 .Lx87cw_done:
@@ -62,6 +71,14 @@ tern_switch_context:
         popq    %rcx
         jmp     *%rcx
 
+.Lload_mxcsr:                           /* the resumed context's control bits, today's flags */
+        xorl    %r11d, %r8d
+        andl    $0xffffffc0, %r8d
+        andl    $0x3f, %r11d
+        orl     %r11d, %r8d
+        movl    %r8d, (%rsp)
+        ldmxcsr (%rsp)
+        jmp     .Lmxcsr_done
 .Lload_x87cw:
         fldcw   4(%rsp)
         jmp     .Lx87cw_done
