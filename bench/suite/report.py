@@ -312,6 +312,13 @@ class Report:
             version = ", ".join(str(peer[k]) for k in ("library", "toolchain") if peer.get(k))
             rows.append([f"peer {name}", version])
         self.write(table(["", ""], rows))
+        if "loadavg_after" not in m:
+            # run.py writes the load average after the pass only when its last cell is done.
+            planned = m.get("cells_planned")
+            self.write(f"\n**Incomplete pass**: it stopped after {len(self.all_runs)} runs"
+                       + (f" of {planned} cells" if planned else "") + " (the results file "
+                       "ends there); the tables below hold only what ran, and every table after "
+                       "them is missing.\n")
         for name, reason in sorted(self.results.get("skipped", {}).items()):
             self.write(f"- **skipped peer {name}**: {reason}")
         placements = sorted({r["suite"]["placement"] for r in self.runs if r["suite"].get("server")})

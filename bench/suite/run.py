@@ -320,6 +320,7 @@ class Suite:
         # A run of some tables or comparisons: its report sections merge into the pass's report.
         info["only"] = ",".join(filter(None, [self.args.only] + self.args.group))
         info["seconds_per_cell"] = self.args.seconds
+        info["cells_planned"] = len(cells)
         budgets = {name: tables.budget_seconds(name, self.args.full)
                    for name in dict.fromkeys(c["suite_table"] for c in cells)}
         info["table_budget_s"] = budgets

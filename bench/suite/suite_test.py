@@ -353,6 +353,12 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| wall time | 7.5 minutes, 12 s of it waiting for an idle machine; 2.0 s "
                       "per time-bound cell |", text)
         self.assertIn("| 003 | 70 | 80 |\n| 004 | 60 | 55 |\n| all | 131 | 135 |", text)
+        self.assertNotIn("Incomplete pass", text)
+        del info["loadavg_after"]
+        info["cells_planned"] = 9
+        text = report.Report({"machine": info, "peers": {}, "runs": runs}).render(
+            "/tmp/REPORT.md", None, plots=False)
+        self.assertIn("**Incomplete pass**: it stopped after 2 runs of 9 cells", text)
 
     def test_a_target_is_met_by_the_median_round_with_no_round_below_095_of_it(self):
         self.assertEqual(report.verdict([1.2, 1.1, 1.3], 1.1), "≥ 1.1×: met")
