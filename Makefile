@@ -5,9 +5,10 @@
 #   make bench          build tern and the peers in release mode and run the quick pass of the
 #                       benchmark suite (the table of every report docs/benchmark-methods.md
 #                       describes, the cells that carry each report's point, three rounds of
-#                       every comparison; within 8 minutes on 2 CPUs, each table within its
-#                       budget in bench/suite/tables.py; bench/REPORT.md)
-#   make bench FULL=1   the whole matrix (within 45 minutes) plus the fiber micro benchmarks;
+#                       every comparison; within 8 minutes on a quiet 2-CPU machine, each table
+#                       within its budget in bench/suite/tables.py; 24 minutes under a load
+#                       average of 30 to 50; bench/REPORT.md)
+#   make bench FULL=1   the whole matrix (within 45 minutes, quiet) plus the micro benchmarks;
 #                       bench/full/REPORT.md. BENCH_ARGS passes options to bench/suite/run.py
 #                       (e.g. --only 003)
 #   make format         reformat the sources; make format-check only checks
