@@ -10,7 +10,7 @@ void FrameWriter::flush(bool alone) noexcept {
     const std::size_t size = pending_.size();
     tern::Result<std::size_t> sent = stream_.try_send(pending_.readable());
     if (sent) pending_.consume(*sent);
-    if (pending_.empty()) {
+    if (drained()) {
       if (retained_size_ != 0 && size > retained_size_) pending_ = net::Buffer();
       return;
     }
@@ -31,15 +31,32 @@ tern::Result<void> FrameWriter::write_all(std::span<const std::byte> bytes) {
   return {};
 }
 
+tern::Result<void> FrameWriter::flush_stream() {
+  // pending() counts these bytes through stream_.unsent() until they are sent.
+  tern::Result<void> sent =
+      stream_.flush(write_timeout_.count() == 0 ? kNoDeadline : deadline_after(write_timeout_));
+  if (progress_ != nullptr) progress_->set();
+  return sent;
+}
+
 tern::Result<void> FrameWriter::run() {
   for (;;) {
-    while (pending_.empty()) {
+    while (drained()) {
       if (stopping_) return {};
       idle_ = true;
       wakeup_.reset();
       // An interrupted wait (the runtime is stopping) ends the writer like stop().
-      if (pending_.empty() && !stopping_ && !wakeup_.wait()) stopping_ = true;
+      if (drained() && !stopping_ && !wakeup_.wait()) stopping_ = true;
       idle_ = false;
+    }
+    if (pending_.empty()) {
+      // Only records a reply's fiber encrypted and the socket did not take (TLS).
+      if (tern::Result<void> sent = flush_stream(); !sent) {
+        unsent_at_failure_ = pending();
+        failed_ = true;
+        return fail(sent.error());
+      }
+      continue;
     }
     std::swap(pending_, writing_);
     const std::size_t size = writing_.size();

@@ -27,8 +27,8 @@ class alignas(64) FrameWriter {
   // there is nothing to batch with) and the writer is idle, sends from the calling fiber and
   // leaves the writer only what the socket did not take.
   void flush(bool alone) noexcept;
-  // Bytes appended and not yet written.
-  std::size_t pending() const noexcept { return pending_.size() + in_write_; }
+  // Bytes appended and not yet written (with a TLS stream's ciphertext still unsent).
+  std::size_t pending() const noexcept { return pending_.size() + in_write_ + stream_.unsent(); }
 
   // Above zero: a write that can send no byte for this long fails run() with
   // std::errc::timed_out (0: the stream's own timeout, if any).
@@ -55,6 +55,10 @@ class alignas(64) FrameWriter {
  private:
   // Writes all of bytes, failing when write_timeout_ passes with no byte sent.
   tern::Result<void> write_all(std::span<const std::byte> bytes);
+  // Sends what the stream's try_send() left unsent (TLS records), within write_timeout_.
+  tern::Result<void> flush_stream();
+  // Whether nothing is left to send: no frame appended, no ciphertext held by the stream.
+  bool drained() const noexcept { return pending_.empty() && stream_.unsent() == 0; }
 
   // What every call reads (the stream, the buffer it appends to, the flags) comes first, on one
   // cache line: with thousands of connections a connection's writer is rarely in cache.

@@ -21,6 +21,9 @@ namespace tern::rpc::detail {
 // connections pay no indirect call. Move-only; fibers of the connection's worker.
 class Transport {
  public:
+  // The most plaintext try_send() encrypts at once on a TLS connection: one full record.
+  static constexpr std::size_t kTlsTrySendLimit = 16 * 1024;
+
   // No stream (is_open() false).
   Transport() noexcept = default;
   // A plaintext connection.
@@ -42,11 +45,20 @@ class Transport {
                                               Deadline deadline = kNoDeadline) {
     return secure_ ? tls_.writev_all(iov, deadline) : tcp_.writev_all(iov, deadline);
   }
-  // Sends what the socket takes now without waiting. A TLS connection sends nothing here (a
-  // record cannot be cut where the socket stops taking bytes): its writer fiber sends it all.
+  // Sends what the socket takes now without waiting; returns the bytes of buf taken. A TLS
+  // connection takes up to one record's worth (kTlsTrySendLimit) whole: it encrypts it and
+  // keeps the ciphertext the socket did not take for flush() (unsent()). More than that, or
+  // kernel TLS, it leaves to the writer, which encrypts and sends in chunks.
   [[nodiscard]] tern::Result<std::size_t> try_send(std::span<const std::byte> buf) {
-    if (secure_) return std::size_t{0};
+    if (secure_) return buf.size() <= kTlsTrySendLimit ? tls_.try_write(buf) : std::size_t{0};
     return io::try_send(tcp_.fd(), buf);
+  }
+  // Bytes try_send() took but left unsent (TLS ciphertext; always 0 in plaintext).
+  std::size_t unsent() const noexcept { return secure_ ? tls_.unsent() : 0; }
+  // Sends what try_send() left unsent, waiting for the socket.
+  [[nodiscard]] tern::Result<void> flush(Deadline deadline = kNoDeadline) {
+    if (secure_) return tls_.flush(deadline);
+    return {};
   }
 
   // Closes the socket (a TLS connection without close_notify).

@@ -74,6 +74,9 @@ struct TlsStream::Impl {
   // on first use, the output ones only as large as the largest flush so far.
   detail::BufferBio buffers;
   Mutex write_mutex;  // one flush at a time, so records leave in order
+  // The part of the last taken output that a try_write could not send: it leaves before any
+  // output taken later (it points into the BIO's sending buffer, untouched until then).
+  std::span<const std::byte> unsent_output;
   // OpenSSL reads and writes the socket itself (a socket BIO): the handshake of a context with
   // kernel_tls, and the whole connection once the kernel took its records. The stream then
   // waits on the reactor for readiness when OpenSSL wants to read or write.
@@ -105,6 +108,7 @@ struct TlsStream::Impl {
   std::error_code handshake_error(int ssl_error);
   Result<std::size_t> read(std::span<std::byte> buf, Deadline deadline);
   Result<void> write(std::span<const std::byte> buf, Deadline deadline);
+  Result<std::size_t> try_write(std::span<const std::byte> buf);
   // Sends what a failing call left in `out` (an alert), without waiting long for it.
   void send_alert();
 };
@@ -115,8 +119,11 @@ Result<void> TlsStream::Impl::flush(Deadline deadline) {
   std::lock_guard lock(write_mutex, std::adopt_lock);
   // What OpenSSL writes while this fiber is parked in the socket write (a reader's alert or
   // ticket) goes to the other buffer and leaves on the next turn.
-  while (buffers.output_pending() > 0) {
-    if (Result<void> sent = tcp.write_all(buffers.take_output(), deadline); !sent) {
+  while (!unsent_output.empty() || buffers.output_pending() > 0) {
+    std::span<const std::byte> output = unsent_output;
+    unsent_output = {};
+    if (output.empty()) output = buffers.take_output();
+    if (Result<void> sent = tcp.write_all(output, deadline); !sent) {
       // Part of a record may have left: the stream cannot go on.
       broken = sent.error();
       return sent;
@@ -308,6 +315,28 @@ Result<void> TlsStream::Impl::write(std::span<const std::byte> buf, Deadline dea
   return {};
 }
 
+Result<std::size_t> TlsStream::Impl::try_write(std::span<const std::byte> buf) {
+  if (broken) return fail(broken);
+  if (on_socket) return std::size_t{0};  // OpenSSL writes the socket itself: nothing to try
+  for (std::span<const std::byte> rest = buf; !rest.empty();) {
+    Result<std::size_t> written = encrypt(rest, kNoDeadline);  // never waits on the buffers
+    if (!written) return fail(written.error());
+    rest = rest.subspan(*written);
+  }
+  // A fiber parked in flush() sends these records after its own; so does the next flush
+  // when an earlier try_write left ciphertext unsent.
+  if (!unsent_output.empty() || !write_mutex.try_lock()) return buf.size();
+  std::lock_guard lock(write_mutex, std::adopt_lock);
+  const std::span<const std::byte> output = buffers.take_output();
+  Result<std::size_t> sent = io::try_send(tcp.fd(), output);
+  if (!sent) {
+    broken = sent.error();  // the records are lost: the stream cannot go on
+    return fail(sent.error());
+  }
+  unsent_output = output.subspan(*sent);
+  return buf.size();
+}
+
 TlsStream::TlsStream() noexcept = default;
 TlsStream::TlsStream(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
 TlsStream::TlsStream(TlsStream&&) noexcept = default;
@@ -477,11 +506,20 @@ Result<void> TlsStream::writev_all(std::span<iovec> iov, Deadline deadline) {
   return {};
 }
 
+Result<std::size_t> TlsStream::try_write(std::span<const std::byte> buf) {
+  if (!impl_) return fail(make_error_code(TlsErrc::closed));
+  return impl_->try_write(buf);
+}
+
 Result<void> TlsStream::flush(Deadline deadline) {
   if (!impl_) return fail(make_error_code(TlsErrc::closed));
   if (impl_->broken) return fail(impl_->broken);
-  if (impl_->buffers.output_pending() == 0) return {};
+  if (impl_->unsent_output.empty() && impl_->buffers.output_pending() == 0) return {};
   return impl_->flush(deadline);
+}
+
+std::size_t TlsStream::unsent() const noexcept {
+  return impl_ ? impl_->unsent_output.size() + impl_->buffers.output_pending() : 0;
 }
 
 Result<void> TlsStream::shutdown(int how, Deadline deadline) {

@@ -546,3 +546,50 @@ TEST_P(TlsStreamTest, FramingCodeRunsOverTcpAndTls) {
 }
 
 }  // namespace
+
+// try_write never waits: once the socket stops taking bytes (the echo comes back unread), its
+// records stay queued (unsent()) and leave, in order, before those of the next write_all, or
+// with flush().
+TEST_P(TlsStreamTest, TryWriteQueuesWhatTheSocketDoesNotTake) {
+  run_on(1, [this] {
+    Server server(server_context());
+    tern::Result<TlsStream> client = connect(server, client_context());
+    ASSERT_TRUE(client) << client.error().message();
+    if (client->kernel_tls()) GTEST_SKIP() << "with kernel TLS try_write sends nothing";
+    Fnv64 sent_hash, received_hash;
+    std::vector<std::byte> piece(4096);
+    std::uint64_t state = 7;
+    std::size_t sent = 0;
+    // Nothing parks in this loop, so nothing reads the echo: the buffers fill up.
+    while (client->unsent() == 0 && sent < (256u << 20)) {
+      tern_test::fill_pattern(piece, state);
+      sent_hash.update(piece);
+      tern::Result<std::size_t> taken = client->try_write(piece);
+      ASSERT_TRUE(taken) << taken.error().message();
+      ASSERT_EQ(*taken, piece.size());
+      sent += piece.size();
+    }
+    ASSERT_GT(client->unsent(), 0u) << "the socket took " << sent << " bytes without a stop";
+    const std::size_t total = sent + 2 * piece.size();
+    tern::Fiber reader = tern::spawn([&] {
+      std::vector<std::byte> buffer(65536);
+      while (received_hash.size() < total) {
+        tern::Result<std::size_t> n = client->read(buffer, patience());
+        ASSERT_TRUE(n) << n.error().message();
+        ASSERT_GT(*n, 0u);
+        received_hash.update(std::span(buffer).first(*n));
+      }
+    });
+    // One more piece queued behind the unsent records, then a write that sends both first.
+    tern_test::fill_pattern(piece, state);
+    sent_hash.update(piece);
+    ASSERT_TRUE(client->try_write(piece));
+    tern_test::fill_pattern(piece, state);
+    sent_hash.update(piece);
+    ASSERT_TRUE(client->write_all(piece, patience()));
+    ASSERT_TRUE(client->flush(patience()));
+    EXPECT_EQ(client->unsent(), 0u);
+    reader.join();
+    EXPECT_EQ(received_hash.value(), sent_hash.value());
+  });
+}

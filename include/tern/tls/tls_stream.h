@@ -77,9 +77,17 @@ class TlsStream {
   // Gather write of all of iov (TcpStream's signature); iov is left as it was.
   [[nodiscard]] Result<void> writev_all(std::span<iovec> iov, Deadline deadline = kNoDeadline);
 
-  // Sends what TLS left to send (a server's tickets, a reply to a key update)
-  // now instead of with the next write or wait; a no-op when nothing waits. Worker fibers only.
+  // Encrypts all of buf and sends what the socket takes now, without waiting; returns
+  // buf.size(). The rest of the ciphertext stays queued (unsent()) and leaves first with the
+  // next write or flush(). With kernel TLS it sends nothing and returns 0. Worker fibers only.
+  [[nodiscard]] Result<std::size_t> try_write(std::span<const std::byte> buf);
+  // Sends what is queued now (records try_write() left, a server's tickets, a reply to a key
+  // update) instead of with the next write or wait; a no-op when nothing waits. Worker fibers
+  // only.
   [[nodiscard]] Result<void> flush(Deadline deadline = kNoDeadline);
+  // Ciphertext bytes encrypted and not yet handed to the socket. Owner worker only.
+  std::size_t unsent() const noexcept;
+
   // Sends close_notify and then shuts the socket down (SHUT_WR, or `how`): the peer reads a
   // clean end of stream. Worker fibers only.
   [[nodiscard]] Result<void> shutdown(int how = SHUT_WR, Deadline deadline = kNoDeadline);
