@@ -20,9 +20,12 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TERN = ("tern", "tern-uring")
 # Labelled variants of tern shown beside the headline columns but left out of every ratio,
 # neither counted as tern nor as a peer: tern polling when idle (tables.IDLE_POLL_VARIANTS), and
-# table 000's tern-echo in plain echo mode (its own ratio is shown on its row).
-VARIANTS = {"tern-idle-poll": "tern (idle-poll 200us)", "tern-plain-echo": "tern (plain echo)"}
-PEER_ORDER = ["tern", "tern-plain-echo", "tern-uring", "tern-idle-poll", "otechod", "mtserver",
+# table 000's tern-echo in plain echo mode (its own ratio is shown on its row), and
+# tern-rpc-server without TLS beside its TLS columns (table tls-rpc: what TLS costs tern).
+VARIANTS = {"tern-idle-poll": "tern (idle-poll 200us)", "tern-plain-echo": "tern (plain echo)",
+            "tern-plaintext": "tern plaintext"}
+PEER_ORDER = ["tern", "tern-plain-echo", "tern-uring", "tern-plaintext", "tern-idle-poll",
+              "otechod", "mtserver",
               "asio", "go", "tokio", "grpc-sync", "grpc-callback", "rpcx", "erpc"]
 
 
@@ -102,7 +105,7 @@ def figure_of(name):
 # The figure by which a comparison table picks each server's median round.
 ROUND_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s",
                 "hook-redis": "rps", "hook-pingpong": "mb_per_s", "hook-rpc": "tps",
-                "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s",
+                "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s", "tls-rpc": "tps",
                 "failover": "p99_window_ms", "stream": "tps"}
 
 
@@ -200,7 +203,7 @@ def mark(run):
 # server's CPU: what a server delivers for one second of its own CPU, which shows the cost of
 # the framework even where the client or the machine sets the rate.
 PER_CPU_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s",
-                  "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s",
+                  "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s", "tls-rpc": "tps",
                   "stream": "tps"}
 
 
@@ -832,8 +835,51 @@ class Report:
         if handshakes:
             self.tls_handshakes(handshakes)
         self.write(SPREAD_NOTE)
-        self.write("**c. RPC over TLS** (`tern-bench rpc --tls`, table `tls-rpc`): not in this "
-                   "run.\n")
+        self.write("**c. RPC over TLS**: the next section (table `tls-rpc`).\n")
+
+    def tls_rpc(self):
+        runs = self.by_table("tls-rpc")
+        if not runs:
+            return
+        self.write("## TLS: RPC over TLS (tern vs gRPC C++ over TLS)\n")
+        self.write("Report 001's call (`BenchmarkService/Say`, 583-byte message, every reply "
+                   "checked) over TLS 1.3 with the suite's ECDSA P-256 test certificate, which "
+                   "every client verifies: `tern-rpc-server --tls-cert` driven by `tern-bench rpc "
+                   "--tls --tls-ca` on the server's backend (`tern`: epoll, `tern-uring`: "
+                   "io_uring), gRPC C++ (`grpc_rpc_server --tls-cert`, sync and callback APIs) by "
+                   "`grpc_rpc_client --tls-ca`. `tern plaintext` is tern-rpc-server on epoll "
+                   "without TLS in the same group, outside the peer ratios. C clients, each with "
+                   "its own connection; one server thread and one client thread; tern at its "
+                   "defaults. Targets: tern ≥ 2× the best gRPC; TLS costs tern ≤ 30 % of its "
+                   "plaintext TPS, that is tern (epoll) TLS ÷ plaintext ≥ 0.7×.\n")
+        servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
+        cells = defaultdict(dict)
+        for r in runs:
+            cells[r.get("params", {}).get("concurrency")][server_of(r)] = r
+        cells = {k: cells[k] for k in sorted(k for k in cells if k is not None)}
+        tls, plain = figure_of("tern"), figure_of("tern-plaintext")
+        rows, p99_rows = [], []
+        for level, here in cells.items():
+            rates = {s: fig(r, "tps") for s, r in here.items()}
+            group = next(iter(here.values()))["suite"].get("group")
+            row = [f"{level:,}"] + [fmt(rates[s]) + mark(here[s]) if s in here else "–"
+                                    for s in servers]
+            row += [fmt(best_peer(rates)),
+                    self.ratio_cell(group, "tps", best_tern, best_peer, rates),
+                    self.target_cell(group, "tps", best_tern, best_peer, rates, 2.0),
+                    self.ratio_cell(group, "tps", tls, plain, rates),
+                    self.target_cell(group, "tps", tls, plain, rates, 0.7)]
+            rows.append(row)
+            p99_rows.append([f"{level:,}"] + [fmt(fig(here[s], "p99_us")) if s in here else "–"
+                                              for s in servers])
+        self.write("**a. TPS** (calls per second), higher is better\n")
+        self.write(table(["clients"] + [label(s) for s in servers] +
+                         ["best gRPC", "tern ÷ best gRPC", "target", "tern TLS ÷ plaintext",
+                          "target (TLS costs ≤ 30 %)"], rows))
+        self.write("**b. p99 latency** (µs), lower is better\n")
+        self.write(table(["clients"] + [label(s) for s in servers], p99_rows))
+        self.cpu_tables(lambda k: [f"{k:,}"], cells, servers, "Calls", ["clients"])
+        self.write(SPREAD_NOTE)
 
     def tls_pingpong(self, runs):
         self.write("**a. Pingpong, 16 KiB blocks over TLS**: MB/s read by the client, every "
@@ -988,6 +1034,7 @@ class Report:
         self.sessions()
         self.hooks()
         self.tls()
+        self.tls_rpc()
         self.failover()
         self.problems()
         if plots:

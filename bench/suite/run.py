@@ -193,14 +193,19 @@ class Suite:
                                                   self.tls_files() if cell.get("tls") else None
                                                   ) + idle_poll
             server = servers.RunningServer(server_name, server_command, server_cpus)
+            # The test certificate is self-signed: it is its own CA.
+            tls_ca = self.tls_files()[0] if cell.get("tls_verify") else None
             if cell.get("client") == "peer":
-                command = self.catalog.rpc_client_command(server_name, server.port, cell["args"])
+                command = self.catalog.rpc_client_command(server_name, server.port, cell["args"],
+                                                          tls_ca)
             elif cell.get("client") == "peer-stream":
                 command = self.catalog.stream_client_command(server_name, server.port,
                                                              cell["args"])
             else:
                 command[2:2] = [f"tcp://127.0.0.1:{server.port}", "--name", server_name,
                                 "--server-pid", str(server.pid)] + idle_poll
+                if tls_ca:
+                    command[-2:-2] = ["--tls-ca", tls_ca]
         command = machine.taskset(client_cpus, command)
 
         busy0, total0 = machine.busy_and_total_ticks()

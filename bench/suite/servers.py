@@ -14,10 +14,10 @@ START_LINE = re.compile(r"listening on (\S+):(\d+)")
 
 # tern's servers by name, with the I/O backend each runs: the headline ones, the labelled variant
 # that polls when idle (run.py gives it --idle-poll), table 000's labelled plain echo row (its
-# cells give it --mode echo), and the builds with tern::hook linked (the
-# hooks table: bench/hook/CMakeLists.txt).
+# cells give it --mode echo), tern-rpc-server in plaintext beside its TLS columns (table
+# tls-rpc), and the builds with tern::hook linked (the hooks table: bench/hook/CMakeLists.txt).
 TERN_BACKENDS = {"tern": "epoll", "tern-uring": "uring", "tern-idle-poll": "epoll",
-                 "tern-plain-echo": "epoll",
+                 "tern-plain-echo": "epoll", "tern-plaintext": "epoll",
                  "tern-hooked": "epoll", "tern-uring-hooked": "uring"}
 
 
@@ -46,6 +46,7 @@ class Catalog:
             "tern": os.path.join(build_dir, "tools", "tern-rpc-server"),
             "tern-uring": os.path.join(build_dir, "tools", "tern-rpc-server"),
             "tern-idle-poll": os.path.join(build_dir, "tools", "tern-rpc-server"),
+            "tern-plaintext": os.path.join(build_dir, "tools", "tern-rpc-server"),
             "tern-hooked": os.path.join(build_dir, "bench", "hook", "tern-rpc-server-hooked"),
             "tern-uring-hooked": os.path.join(build_dir, "bench", "hook",
                                               "tern-rpc-server-hooked"),
@@ -102,12 +103,15 @@ class Catalog:
             by_name[short] = peer
         return by_name
 
-    def rpc_client_command(self, name, port, args):
+    def rpc_client_command(self, name, port, args, tls_ca=None):
         """The command line of peer `name`'s own RPC client against 127.0.0.1:port, printing
-        one JSON line in tern-bench rpc's shape."""
+        one JSON line in tern-bench rpc's shape. tls_ca: speak TLS and check the server's
+        certificate against this CA file (gRPC's client)."""
         command = [self.rpc_clients[name], "--target", f"127.0.0.1:{port}"] + args + ["--json"]
         if name.startswith("grpc-"):
             command += ["--peer", name]
+        if tls_ca:
+            command += ["--tls-ca", tls_ca]
         return command
 
     def stream_client_command(self, name, port, args):
@@ -123,7 +127,7 @@ class Catalog:
     def command(self, name, threads, mode="echo", buf=16384, tls=None):
         """The command line starting server `name` on 127.0.0.1, port 0 (mode "rpc": the
         report 001 BenchmarkService server of that name). tls: (certificate, key) files to
-        serve TLS with (the echo servers tern, asio and go)."""
+        serve TLS with (the echo servers tern, asio and go; tern-rpc-server and gRPC)."""
         common = ["--host", "127.0.0.1", "--port", "0"]
         if tls:
             common += ["--tls-cert", tls[0], "--tls-key", tls[1]]

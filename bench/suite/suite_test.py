@@ -135,7 +135,8 @@ class BudgetTest(unittest.TestCase):
 
     def test_only_picks_tables_by_the_start_of_their_name(self):
         cells = tables.all_cells(False, 2.0, ["002", "tls"])
-        self.assertEqual({c["suite_table"] for c in cells}, {"002-ttcp", "002-log", "tls"})
+        self.assertEqual({c["suite_table"] for c in cells},
+                         {"002-ttcp", "002-log", "tls", "tls-rpc"})
 
     def test_a_cell_without_a_duration_or_an_estimate_is_refused(self):
         self.assertEqual(tables.estimate_seconds({"args": ["--duration", "2.0"]}),
@@ -582,6 +583,79 @@ class MergeTest(unittest.TestCase):
             self.assertFalse(any(run.idle_poll_args(c["server"]) for c in cells))
             resumed = [c for c in cells if "--tls-resume" in c["args"]]
             self.assertEqual(len(resumed), len(tables.TLS_HANDSHAKE_SERVERS))
+
+    def test_the_tls_rpc_table_runs_tern_plaintext_and_grpc_in_one_group(self):
+        cells = tables.tls_rpc_cells(1000, True)
+        self.assertEqual({c["server"] for c in cells}, set(tables.TLS_RPC_SERVERS))
+        self.assertEqual({c["group"] for c in cells},
+                         {"tls rpc 100 clients", "tls rpc 1000 clients"})
+        for c in cells:
+            secure = c["server"] != "tern-plaintext"
+            self.assertEqual(c["tls"], secure)
+            self.assertEqual(c["tls_verify"], secure)
+            self.assertEqual("--tls" in c["args"], secure and c["client"] == "tern-bench")
+            self.assertFalse(run.idle_poll_args(c["server"]))
+        only = {c["table"] for c in tables.all_cells(False, 1.0, ["tls-rpc"])}
+        self.assertEqual(only, {"tls-rpc"})
+        self.assertIn("tls-rpc", {c["table"] for c in tables.all_cells(False, 1.0, ["tls"])})
+
+    def test_the_grpc_client_gets_the_test_certificate_as_its_ca(self):
+        with tempfile.TemporaryDirectory() as build:
+            catalog = servers.Catalog(build)
+            command = catalog.rpc_client_command("grpc-sync", 5, ["-c", "1"], "/x/ca.crt")
+            self.assertEqual(command[-2:], ["--tls-ca", "/x/ca.crt"])
+            server = catalog.command("tern-plaintext", 1, "rpc")
+            self.assertIn("epoll", server)
+            self.assertNotIn("--tls-cert", server)
+
+
+def tls_rpc_run(server, tps, round_number, clients=100, cpu=50.0):
+    return {
+        "mode": "rpc", "target": server, "verified": True, "server_cpu_pct": cpu,
+        "params": {"concurrency": clients, "calls": 1000},
+        "figures": {"tps": tps, "p99_us": 1000.0 / tps * 1e3},
+        "suite": {"table": "tls-rpc", "server": server, "group": f"tls rpc {clients} clients",
+                  "round": round_number, "rounds": 3, "placement": "not pinned",
+                  "other_cpu_pct": 0.0, "command": f"rpc vs {server}", "problem": None},
+    }
+
+
+class TlsRpcReportTest(unittest.TestCase):
+    def render(self, runs):
+        results = {"machine": machine(), "peers": {}, "skipped": {}, "runs": runs}
+        with tempfile.TemporaryDirectory() as folder:
+            return report.Report(results).render(os.path.join(folder, "REPORT.md"), None,
+                                                 plots=False)
+
+    def test_ratios_to_grpc_and_to_plaintext_per_round(self):
+        runs = []
+        figures = {"tern": [80, 90, 100], "tern-uring": [70, 70, 70],
+                   "tern-plaintext": [100, 120, 125], "grpc-sync": [40, 45, 50],
+                   "grpc-callback": [30, 30, 30]}
+        for number in (1, 2, 3):
+            for server, values in figures.items():
+                runs.append(tls_rpc_run(server, values[number - 1] * 1000.0, number))
+        text = self.render(runs)
+        self.assertIn("## TLS: RPC over TLS (tern vs gRPC C++ over TLS)", text)
+        # Medians: tern 90k, tern-uring 70k, plaintext 120k, grpc-sync 45k, grpc-callback 30k;
+        # tern ÷ best gRPC 2.0 in every round, TLS ÷ plaintext 0.80, 0.75, 0.80.
+        self.assertIn("| 100 | 90,000 | 70,000 | 120,000 | 45,000 | 30,000 | 45,000 | "
+                      "2.00× (2.00–2.00) | ≥ 2.0×: met | 0.80× (0.75–0.80) | ≥ 0.7×: met |", text)
+        # Per server CPU-second at 50 % of a CPU: twice the TPS.
+        self.assertIn("| 100 | 180,000 | 140,000 | 240,000 | 90,000 | 60,000 | 2.00× (2.00–2.00) |",
+                      text)
+        # Nothing of the pingpong and handshakes tables ran: only this section.
+        self.assertNotIn("## TLS: pingpong", text)
+
+    def test_a_run_of_tls_rpc_alone_keeps_the_pingpong_section_when_merged(self):
+        existing = ("# report (quick pass, A)\n\nhead\n\n## TLS: pingpong and handshakes x\n\n"
+                    "old tls\n\n## Plots\n\nplots\n")
+        fresh = self.render([tls_rpc_run(s, 1000.0, 1) for s in tables.TLS_RPC_SERVERS])
+        text = report.merged(existing, fresh, "B")
+        self.assertIn("old tls", text)
+        self.assertIn("## TLS: RPC over TLS", text)
+        self.assertLess(text.index("old tls"), text.index("## TLS: RPC over TLS"))
+        self.assertLess(text.index("## TLS: RPC over TLS"), text.index("## Plots"))
 
 
 if __name__ == "__main__":

@@ -25,13 +25,17 @@ A cell is a dict:
                   server
   tls             the server serves TLS with the suite's test certificate (ECDSA P-256) and the
                   client adds --tls; tern runs at its defaults (no --idle-poll)
+  tls_verify      tls cells whose client checks the server's certificate: the runner gives the
+                  client the test certificate as its CA (tern-bench --tls-ca, the peers'
+                  --tls-ca)
 
 The "failover" table runs each fault in a group of the two tern backends in the full pass, so its
 rounds alternate which backend goes first; the quick pass runs each of its four cells once.
 
-The "tls" table is made of tables "tls-pingpong" and "tls-handshakes"; RPC over TLS belongs in
-table "tls-rpc" (tern-bench rpc --tls against tern-rpc-server and gRPC over TLS), which
-report.py shows in the same section.
+The "tls" table is made of tables "tls-pingpong" and "tls-handshakes"; RPC over TLS is table
+"tls-rpc" (tern-bench rpc --tls against tern-rpc-server, and gRPC C++ over TLS driven by its own
+client), which report.py shows right after them (`--only tls` runs both, `--only tls-rpc` the
+RPC part alone).
 """
 
 # Servers compared in each table; peers missing on this machine are skipped by the runner.
@@ -44,6 +48,9 @@ SESSIONS_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
 # The "tls" table: tern-echo --tls-cert against asio::ssl and Go crypto/tls echo servers.
 TLS_PINGPONG_SERVERS = ["tern", "tern-uring", "asio", "go"]
 TLS_HANDSHAKE_SERVERS = ["tern", "asio", "go"]
+# RPC over TLS: tern-rpc-server on both backends and gRPC C++ (both server APIs) over TLS, and
+# tern-rpc-server in plaintext (epoll) in the same group, for what TLS costs tern.
+TLS_RPC_SERVERS = ["tern", "tern-uring", "tern-plaintext", "grpc-sync", "grpc-callback"]
 # Report 001: tern-rpc-server on both backends and the RPC peers, each driven by its own client.
 RPC_SERVERS = ["tern", "tern-uring", "grpc-sync", "grpc-callback", "rpcx", "erpc"]
 # The stream table: tern-rpc-server on both backends and gRPC C++'s server on both of its APIs.
@@ -254,6 +261,38 @@ def stream_cells(total, full):
     return cells
 
 
+def tls_rpc_cells(total, full):
+    """Report 001's call over TLS, C clients each with its own connection making `total` calls
+    in all: tern-rpc-server --tls-cert driven by tern-bench rpc --tls --tls-ca, gRPC over TLS by
+    grpc_rpc_client --tls-ca (every client checks the test certificate), and tern in plaintext
+    in the same group. One server thread, one client thread, tern at its defaults. Full: 100
+    and 1,000 clients, every server; quick: 100 clients, tern on epoll (TLS and plaintext) and
+    gRPC's callback API (the faster one)."""
+    cells = []
+    servers = TLS_RPC_SERVERS if full else ["tern", "tern-plaintext", "grpc-callback"]
+    for concurrency in (100, 1000) if full else (100,):
+        for server in servers:
+            tern = server.startswith("tern")
+            secure = server != "tern-plaintext"
+            args = ["-c", str(concurrency), "-n", str(total)]
+            if tern:
+                args += ["--workers", "1", "--io", "uring" if server == "tern-uring" else "epoll"]
+                if secure:
+                    args.append("--tls")
+            else:
+                args += ["--threads", "1"]
+            # tern serves about 100,000 plaintext and 50,000 TLS calls/s here, gRPC over TLS
+            # 10,000 to 20,000; a TLS connection costs about 1 ms to set up.
+            rate = (50_000 if secure else 100_000) if tern else 15_000
+            cells.append({
+                "table": "tls-rpc", "group": f"tls rpc {concurrency} clients", "tls": secure,
+                "tls_verify": secure, "mode": "rpc", "server": server, "server_threads": 1,
+                "server_mode": "rpc", "client_threads": 1,
+                "estimate_s": CELL_OVERHEAD_S + total / rate + concurrency * 1e-3,
+                "client": "tern-bench" if tern else "peer", "args": args})
+    return cells
+
+
 def hook_cells(seconds, full):
     """The hooks table (tern::hook, docs/hooks.md): the hook micro benchmark; N SETs and N GETs
     of 64-byte values against redis-server from redis-benchmark, redis_bench's fibers through
@@ -345,8 +384,7 @@ TABLES = {
     "tls": (lambda full, seconds: tls_cells(seconds, full), 64, 210),
     "failover": (lambda full, seconds: failover_cells(full), 10, 120),
     "stream": (lambda full, seconds: stream_cells(200_000 if full else 20_000, full), 20, 180),
-    # Reserved for a table on its way: RPC over TLS.
-    "tls-rpc": (lambda full, seconds: [], 20, 180),
+    "tls-rpc": (lambda full, seconds: tls_rpc_cells(100_000 if full else 8_000, full), 20, 180),
 }
 
 

@@ -3,7 +3,7 @@
 // tern.bench.BenchmarkService/Say one after another; every reply is checked and every call timed.
 //
 //   grpc_rpc_client --target HOST:PORT -c 100 -n 1000000 [--threads 1] [--timeout 10]
-//                   [--peer grpc] [--json]
+//                   [--peer grpc] [--json] [--tls-ca ca.pem [--tls-server-name NAME]]
 //
 // Few threads drive all C clients through gRPC's asynchronous API: each of --threads threads owns
 // a completion queue and the clients given to it; when a reply arrives there, the thread records
@@ -12,7 +12,9 @@
 // percentiles are exact (all samples sorted). Each call has a deadline (--timeout); a client
 // whose channel does not connect, or whose calls fail 3 times in a row, stops, and every call it
 // has left counts as an error. --peer names the server in the report (grpc-sync or
-// grpc-callback). Exit status: 0 verified, 1 not verified, 2 bad arguments.
+// grpc-callback). With --tls-ca the channels speak TLS (grpc::SslCredentials) and verify the
+// server's certificate against that CA file, for the host of --target or --tls-server-name
+// (gRPC's ssl_target_name_override). Exit status: 0 verified, 1 not verified, 2 bad arguments.
 
 #include <sys/resource.h>
 
@@ -24,10 +26,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,6 +62,8 @@ struct Options {
   double timeout_s = 10;
   std::string peer = "grpc";
   bool json = false;
+  std::string tls_ca;           // PEM CA bundle: TLS channels (empty: plaintext)
+  std::string tls_server_name;  // the name the server's certificate must carry (empty: the host)
 };
 
 // One of the C clients: its own channel and generated client object, and how many calls it
@@ -285,17 +291,31 @@ double rounded(double value, int decimals) {
   return std::round(value * scale) / scale;
 }
 
+// Insecure credentials, or TLS verifying the server against --tls-ca (nullptr: unreadable).
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const Options& options) {
+  if (options.tls_ca.empty()) return grpc::InsecureChannelCredentials();
+  std::ifstream in(options.tls_ca, std::ios::binary);
+  if (!in) return nullptr;
+  std::ostringstream pem;
+  pem << in.rdbuf();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = pem.str();
+  return grpc::SslCredentials(ssl);
+}
+
 // Opens the C channels, each with arguments no other channel has, so that none shares a
 // subchannel (and so a connection) with another, and waits until they are connected (at most
 // --timeout, and at least 10 s, for all of them).
-std::vector<Caller> open_callers(const Options& options) {
+std::vector<Caller> open_callers(const Options& options,
+                                 const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   std::vector<Caller> callers(options.concurrency);
   for (std::uint64_t i = 0; i < options.concurrency; ++i) {
     grpc::ChannelArguments arguments;
     arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     arguments.SetInt("tern.bench.client_index", static_cast<int>(i));
-    callers[i].channel =
-        grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), arguments);
+    if (!options.tls_server_name.empty())
+      arguments.SetSslTargetNameOverride(options.tls_server_name);
+    callers[i].channel = grpc::CreateCustomChannel(options.target, credentials, arguments);
     callers[i].service = BenchmarkService::NewStub(callers[i].channel);
     callers[i].channel->GetState(/*try_to_connect=*/true);
   }
@@ -331,6 +351,12 @@ int main(int argc, char** argv) {
   app.add_option("--peer", options.peer, "the name the report gives the server (grpc-sync, ...)")
       ->capture_default_str();
   app.add_flag("--json", options.json, "print one line of JSON on stdout (the summary: stderr)");
+  app.add_option("--tls-ca", options.tls_ca,
+                 "speak TLS and verify the server's certificate against this PEM CA file")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-server-name", options.tls_server_name,
+                 "the name the server's certificate must carry (default: the host of --target)")
+      ->needs("--tls-ca");
   try {
     app.parse(argc, argv);
     if (options.calls < options.concurrency)
@@ -351,7 +377,12 @@ int main(int argc, char** argv) {
 
   // A client whose channel did not connect makes no call: each of its calls is an error.
   ErrorLog errors;
-  std::vector<Caller> callers = open_callers(options);
+  const std::shared_ptr<grpc::ChannelCredentials> credentials = channel_credentials(options);
+  if (!credentials) {
+    std::fprintf(stderr, "grpc_rpc_client: cannot read %s\n", options.tls_ca.c_str());
+    return 2;
+  }
+  std::vector<Caller> callers = open_callers(options, credentials);
   std::vector<std::unique_ptr<Worker>> workers;
   for (std::size_t i = 0; i < options.threads; ++i)
     workers.push_back(std::make_unique<Worker>(request, timeout));
@@ -392,7 +423,8 @@ int main(int argc, char** argv) {
   nlohmann::ordered_json out;
   out["tool"] = options.peer;
   out["mode"] = "rpc";
-  out["target"] = "tcp://" + options.target;
+  const std::string scheme = options.tls_ca.empty() ? "tcp://" : "tls://";
+  out["target"] = scheme + options.target;
   out["params"] = {{"concurrency", options.concurrency},
                    {"calls", options.calls},
                    {"message_bytes", message_bytes}};
@@ -417,9 +449,9 @@ int main(int argc, char** argv) {
 
   std::FILE* text = options.json ? stderr : stdout;
   std::fprintf(text,
-               "%s rpc: tcp://%s, %llu clients (own connection each), %llu calls, %zu-byte "
+               "%s rpc: %s%s, %llu clients (own connection each), %llu calls, %zu-byte "
                "request, %zu client thread(s)\n",
-               options.peer.c_str(), options.target.c_str(),
+               options.peer.c_str(), scheme.c_str(), options.target.c_str(),
                static_cast<unsigned long long>(options.concurrency),
                static_cast<unsigned long long>(options.calls), message_bytes, options.threads);
   std::fprintf(text, "  %llu verified replies in %.3f s: %.1f calls/s\n",

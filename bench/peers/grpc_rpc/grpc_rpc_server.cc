@@ -1,9 +1,12 @@
 // grpc_rpc_server: the gRPC C++ peer server of report 001's RPC benchmark. It serves
 // tern.bench.BenchmarkService/Say (bench/proto): decode the request, set field1 = "OK" and
-// field2 = 100, encode it as the reply. Debian's gRPC, insecure credentials, default settings.
-// It also serves Pump, the streaming form (grpc_stream_client), with either API.
+// field2 = 100, encode it as the reply. Debian's gRPC, default settings; insecure credentials
+// unless --tls-cert/--tls-key are given (then TLS through grpc::SslServerCredentials, no client
+// certificate asked for). It also serves Pump, the streaming form (grpc_stream_client), with
+// either API.
 //
 //   grpc_rpc_server [--host 127.0.0.1] [--port 0] [--threads 1] [--api sync|callback]
+//                   [--tls-cert server.pem --tls-key server.key]
 //
 // --api sync: grpc::Service's synchronous API. --threads N gives the server N completion queues,
 //   each polled by 1 to 2 threads (gRPC's own default pair); a handler runs on the thread that
@@ -22,7 +25,10 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include <grpcpp/grpcpp.h>
@@ -113,6 +119,31 @@ std::string host_port(const std::string& host, int port) {
   return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
+// The whole file, or nullopt when it cannot be read.
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Insecure credentials without a certificate; TLS with the PEM certificate chain and key.
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const std::string& cert_path,
+                                                            const std::string& key_path) {
+  if (cert_path.empty()) return grpc::InsecureServerCredentials();
+  const std::optional<std::string> cert = read_file(cert_path);
+  const std::optional<std::string> key = read_file(key_path);
+  if (!cert || !key) {
+    std::fprintf(stderr, "grpc_rpc_server: cannot read %s\n",
+                 (!cert ? cert_path : key_path).c_str());
+    return nullptr;
+  }
+  grpc::SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({*key, *cert});
+  return grpc::SslServerCredentials(options);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,6 +151,8 @@ int main(int argc, char** argv) {
   int port = 0;
   int threads = 1;
   std::string api = "sync";
+  std::string tls_cert;
+  std::string tls_key;
   CLI::App app{
       "grpc_rpc_server: the gRPC C++ peer of report 001's RPC benchmark. Serves\n"
       "tern.bench.BenchmarkService/Say (reply = request with field1 \"OK\", field2 100).\n"
@@ -136,6 +169,14 @@ int main(int argc, char** argv) {
   app.add_option("--api", api, "sync (grpc::Service) or callback (CallbackService)")
       ->check(CLI::IsMember({"sync", "callback"}))
       ->capture_default_str();
+  CLI::Option* cert_option =
+      app.add_option("--tls-cert", tls_cert, "serve TLS with this PEM certificate chain")
+          ->check(CLI::ExistingFile);
+  CLI::Option* key_option =
+      app.add_option("--tls-key", tls_key, "the PEM private key of --tls-cert")
+          ->check(CLI::ExistingFile);
+  cert_option->needs(key_option);
+  key_option->needs(cert_option);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -154,7 +195,9 @@ int main(int argc, char** argv) {
   CallbackBenchmarkService callback_service;
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(host_port(host, port), grpc::InsecureServerCredentials(), &bound_port);
+  std::shared_ptr<grpc::ServerCredentials> credentials = server_credentials(tls_cert, tls_key);
+  if (!credentials) return 1;
+  builder.AddListeningPort(host_port(host, port), credentials, &bound_port);
   if (api == "sync") {
     builder.RegisterService(&sync_service);
     builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, threads);
@@ -168,9 +211,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "grpc_rpc_server: cannot listen on %s\n", host_port(host, port).c_str());
     return 1;
   }
-  const std::string details = api == "sync"
-                                  ? "api sync, " + std::to_string(threads) + " completion queue(s)"
-                                  : std::string("api callback, gRPC's thread pool");
+  std::string details = api == "sync"
+                            ? "api sync, " + std::to_string(threads) + " completion queue(s)"
+                            : std::string("api callback, gRPC's thread pool");
+  details += tls_cert.empty() ? ", plaintext" : ", TLS";
   std::printf("grpc_rpc_server: listening on %s (%s, gRPC %s)\n",
               host_port(host, bound_port).c_str(), details.c_str(), grpc::Version().c_str());
   std::fflush(stdout);
