@@ -193,6 +193,16 @@ def table(header, rows):
 def server_of(run):
     return run["suite"].get("server") or run.get("target", "?")
 
+def by_param(runs, name):
+    """The servers of PEER_ORDER that ran, and the runs keyed by their parameter `name` (in
+    ascending order, runs without it left out), then by server."""
+    servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
+    cells = defaultdict(dict)
+    for r in runs:
+        cells[r.get("params", {}).get(name)][server_of(r)] = r
+    return servers, {k: cells[k] for k in sorted(k for k in cells if k is not None)}
+
+
 
 def mark(run):
     """A suffix that flags a run whose result was not verified."""
@@ -543,11 +553,7 @@ class Report:
                    "connection). Latency is per session, connect to last reply, in µs. tern's "
                    "target: ≥ 1.1× the best of asio, Go and tokio at every in-flight count, with "
                    "no failed session.\n")
-        servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
-        cells = defaultdict(dict)
-        for r in runs:
-            cells[r.get("params", {}).get("in_flight")][server_of(r)] = r
-        cells = {k: cells[k] for k in sorted(k for k in cells if k is not None)}
+        servers, cells = by_param(runs, "in_flight")
 
         def best_echo_peer(values):
             return max([v for s, v in values.items() if s in ("asio", "go", "tokio")
@@ -595,11 +601,8 @@ class Report:
                    "grpc_rpc_client, rpcx and erpc by their Go clients. Servers and clients run one "
                    "thread each. TPS = verified calls / seconds from the first call to the last "
                    "reply; latency per call in µs (report 001 printed whole ms and a minimum of 0).\n")
-        servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
-        cells = defaultdict(dict)
-        for r in runs:
-            cells[r.get("params", {}).get("concurrency")][server_of(r)] = r
-        levels = sorted(k for k in cells if k is not None)
+        servers, cells = by_param(runs, "concurrency")
+        levels = list(cells)
 
         def best_of(level, key, pick):
             values = [fig(r, key) for s, r in cells[level].items()
@@ -676,11 +679,8 @@ class Report:
                    "grpc_stream_client (one channel, a thread per stream writing and one "
                    "reading). One server thread, the client on the other CPU. Messages/s = "
                    "verified answers / seconds from the start to the last answer.\n")
-        servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
-        cells = defaultdict(dict)
-        for r in runs:
-            cells[r.get("params", {}).get("concurrency")][server_of(r)] = r
-        levels = sorted(k for k in cells if k is not None)
+        servers, cells = by_param(runs, "concurrency")
+        levels = list(cells)
         self.write("**Messages per second**, higher is better; tern's target: ≥ 2× the best "
                    "gRPC server\n")
         rows = []
@@ -852,11 +852,7 @@ class Report:
                    "its own connection; one server thread and one client thread; tern at its "
                    "defaults. Targets: tern ≥ 2× the best gRPC; TLS costs tern ≤ 30 % of its "
                    "plaintext TPS, that is tern (epoll) TLS ÷ plaintext ≥ 0.7×.\n")
-        servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
-        cells = defaultdict(dict)
-        for r in runs:
-            cells[r.get("params", {}).get("concurrency")][server_of(r)] = r
-        cells = {k: cells[k] for k in sorted(k for k in cells if k is not None)}
+        servers, cells = by_param(runs, "concurrency")
         tls, plain = figure_of("tern"), figure_of("tern-plaintext")
         rows, p99_rows = [], []
         for level, here in cells.items():
@@ -885,11 +881,7 @@ class Report:
         self.write("**a. Pingpong, 16 KiB blocks over TLS**: MB/s read by the client, every "
                    "byte checked; then the server's CPU (% of one CPU) and MB per server "
                    "CPU-second.\n")
-        servers = [s for s in PEER_ORDER if any(server_of(r) == s for r in runs)]
-        cells = defaultdict(dict)
-        for r in runs:
-            cells[r.get("params", {}).get("sessions")][server_of(r)] = r
-        cells = {k: cells[k] for k in sorted(k for k in cells if k is not None)}
+        servers, cells = by_param(runs, "sessions")
         rows = []
         for sessions, here in cells.items():
             rates = {s: fig(r, "mb_per_s") for s, r in here.items()}

@@ -239,6 +239,17 @@ void Scheduler::stop_profiler() {
 #endif
 }
 
+void Scheduler::name_new_fiber(FiberControl& fiber, const FiberOptions& options) {
+  if (next_id_ == last_id_) {
+    constexpr std::uint64_t kIdBlock = 1024;
+    next_id_ = runtime_->allocate_fiber_ids(kIdBlock);
+    last_id_ = next_id_ + kIdBlock;
+  }
+  fiber.id = next_id_++;
+  const std::size_t name_length = std::min(options.name.size(), sizeof fiber.name - 1);
+  if (name_length > 0) std::memcpy(fiber.name, options.name.data(), name_length);
+}
+
 Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
                                           std::size_t entry_align) {
   free_finished();  // its stack is the warmest one to reuse
@@ -256,14 +267,7 @@ Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size
   auto* fiber = ::new (reinterpret_cast<void*>(control_at)) FiberControl;
   fiber->scheduler = this;
   fiber->stack = *stack;
-  if (next_id_ == last_id_) {
-    constexpr std::uint64_t kIdBlock = 1024;
-    next_id_ = runtime_->allocate_fiber_ids(kIdBlock);
-    last_id_ = next_id_ + kIdBlock;
-  }
-  fiber->id = next_id_++;
-  const std::size_t name_length = std::min(options.name.size(), sizeof fiber->name - 1);
-  if (name_length > 0) std::memcpy(fiber->name, options.name.data(), name_length);
+  name_new_fiber(*fiber, options);
   fiber->context = make_context(stack->base, entry_at - base, &Scheduler::fiber_main);
   sanitizer_create(fiber->sanitizer, stack->base, stack->size);
   return FiberSlot{fiber, reinterpret_cast<void*>(entry_at)};

@@ -99,6 +99,8 @@ class Scheduler {
   // the compiler makes it a tail call: a yield's return address is then its caller's, and the
   // switch resumes the other fiber's call site by a predicted jump (arch/switch_x86_64.S).
   void switch_to(FiberControl* next) noexcept;
+  // Gives a fiber being created its id (from this worker's block of ids) and its name.
+  void name_new_fiber(FiberControl& fiber, const FiberOptions& options);
   // Shared stacks (scheduler_shared.cc).
   Result<FiberSlot> create_shared_fiber(const FiberOptions& options, std::size_t entry_size,
                                         std::size_t entry_align);

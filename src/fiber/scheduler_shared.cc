@@ -53,14 +53,7 @@ Result<FiberSlot> Scheduler::create_shared_fiber(const FiberOptions& options,
   fiber->scheduler = this;
   fiber->on_shared_stack = true;
   fiber->stack = shared_stack_.stack();  // not owned: for the stack overflow report
-  if (next_id_ == last_id_) {
-    constexpr std::uint64_t kIdBlock = 1024;
-    next_id_ = runtime_->allocate_fiber_ids(kIdBlock);
-    last_id_ = next_id_ + kIdBlock;
-  }
-  fiber->id = next_id_++;
-  const std::size_t name_length = std::min(options.name.size(), sizeof fiber->name - 1);
-  if (name_length > 0) std::memcpy(fiber->name, options.name.data(), name_length);
+  name_new_fiber(*fiber, options);
   // context stays null until the fiber first runs: SharedStack::load builds its first frame.
   sanitizer_create(fiber->sanitizer, shared_stack_.base(), shared_stack_.size());
   return FiberSlot{fiber, static_cast<char*>(block) + entry_offset};
