@@ -9,9 +9,9 @@
  * MXCSR is loaded only when its control bits (rounding, FTZ/DAZ, exception masks) differ from
  * the current ones, and then with the current status flags (bits 0-5) kept. The ABI makes those
  * flags caller-saved, so a switch may leave them as they are; restoring each context's own
- * flags would be as correct but far slower: an ldmxcsr that changes a status flag costs 40-90 ns
- * on the AMD Zen 4 VMs tern is measured on (against about 2 ns for one that changes nothing),
- * and two fibers of which one has done an inexact floating-point operation since its last
+ * flags would be as correct but far slower: an ldmxcsr that changes a status flag cost 40-90 ns
+ * on the Intel Xeon KVM guest this was measured on (about 2 ns when it changes nothing), and two
+ * fibers of which one has done an inexact floating-point operation since its last
  * switch and the other has not would pay it on every switch (a tern-bench switch run whose
  * timing fiber computes a double per batch measured 70-90 ns per switch that way). Comparing
  * costs a load of what stmxcsr just stored; stmxcsr itself remains the costliest instruction
