@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -44,18 +45,35 @@ using tern_tls_test::certs;
 using tern_tls_test::client_context;
 using tern_tls_test::server_context;
 
-// Echoes the text and keeps the identity the last call saw.
+// What the last call's handler saw of its peer.
+struct LastPeer {
+  std::optional<PeerIdentity> seen;
+  bool plaintext = false;
+};
+
+// Echoes the text and keeps the identity the last call saw. Handlers run on the server's
+// workers while the test reads from its own fiber: the reply reaches the test through a socket,
+// which orders nothing for ThreadSanitizer, so a mutex guards what they share.
 class IdentityService final : public tern::rpc_tls_test::EchoServiceBase {
  public:
   Status Echo(ServerContext& context, const EchoRequest& request, EchoReply& reply) override {
     const PeerIdentity* identity = context.peer_identity();
-    plaintext = identity == nullptr;
-    if (identity != nullptr) seen = *identity;
+    {
+      std::lock_guard lock(mutex_);
+      last_.plaintext = identity == nullptr;
+      if (identity != nullptr) last_.seen = *identity;
+    }
     reply.set_text(request.text());
     return {};
   }
-  std::optional<PeerIdentity> seen;
-  bool plaintext = false;
+  LastPeer last() const {
+    std::lock_guard lock(mutex_);
+    return last_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  LastPeer last_;
 };
 
 // A server of IdentityService on 127.0.0.1:0, stopped when this goes away. Worker fibers.
@@ -153,9 +171,10 @@ TEST_F(RpcTlsTest, UnaryCallsOverTls) {
         EXPECT_EQ(reply->text(), "async " + std::to_string(i));
       }
     }
-    ASSERT_TRUE(server.service.seen.has_value());
-    EXPECT_FALSE(server.service.plaintext);
-    EXPECT_FALSE(server.service.seen->has_certificate);  // no client certificate was asked for
+    const LastPeer last = server.service.last();
+    ASSERT_TRUE(last.seen.has_value());
+    EXPECT_FALSE(last.plaintext);
+    EXPECT_FALSE(last.seen->has_certificate);  // no client certificate was asked for
     EXPECT_EQ(server.server.stats().tls_handshakes, 2u);
     EXPECT_EQ(server.server.stats().calls, 500u);
   });
@@ -200,16 +219,17 @@ TEST_F(RpcTlsTest, ClientIdentityIsVisibleInTheHandler) {
         {.certificate = {Certificate::files(certs().crt("client"), certs().key("client"))}}));
     const Status status = echo("tls://127.0.0.1:" + server.port(), options, "it is me");
     ASSERT_TRUE(status.ok()) << status.to_string();
-    ASSERT_TRUE(server.service.seen.has_value());
-    EXPECT_TRUE(server.service.seen->has_certificate);
-    EXPECT_TRUE(server.service.seen->verified);
-    EXPECT_EQ(server.service.seen->subject, "CN=client,O=tern");
-    EXPECT_EQ(server.service.seen->names, std::vector<std::string>{"client.tern.test"});
+    const LastPeer last = server.service.last();
+    ASSERT_TRUE(last.seen.has_value());
+    EXPECT_TRUE(last.seen->has_certificate);
+    EXPECT_TRUE(last.seen->verified);
+    EXPECT_EQ(last.seen->subject, "CN=client,O=tern");
+    EXPECT_EQ(last.seen->names, std::vector<std::string>{"client.tern.test"});
 
     // A plaintext server shows no identity.
     TestServer plain({});
     ASSERT_TRUE(echo("127.0.0.1:" + plain.port(), quick(), "plain").ok());
-    EXPECT_TRUE(plain.service.plaintext);
+    EXPECT_TRUE(plain.service.last().plaintext);
   });
 }
 
@@ -315,7 +335,7 @@ TEST_F(RpcTlsTest, BearerTokenInterceptorChecksEveryCall) {
       EXPECT_NE(status.message().find(c.reason), std::string::npos) << status.to_string();
     }
     EXPECT_EQ(server.server.stats().calls, 2u + refused.size());
-    EXPECT_EQ(server.service.seen.has_value(), true);
+    EXPECT_TRUE(server.service.last().seen.has_value());
   });
 }
 
