@@ -450,6 +450,14 @@ class ReportTest(unittest.TestCase):
                       text)
         self.assertIn("- tern-bench failover vs tern-uring: exit status 1", text)
 
+    def test_the_failover_table_shows_a_quick_pass_of_one_round_without_groups(self):
+        runs = [failover_run("tern", "kill", 1, 1.25), failover_run("tern-uring", "term", 1, 0.75)]
+        for run in runs:
+            run["suite"].update(group=None, rounds=1)
+        text = self.render(runs)
+        self.assertIn("| SIGKILL | epoll | 1.25 | 0 | 2 | 0 |", text)
+        self.assertIn("| SIGTERM (goaway) | io_uring | 0.75 | 0 | 0 | 0 |", text)
+
 
 
 class FailoverTest(unittest.TestCase):
