@@ -14,7 +14,7 @@ namespace {
 
 // Bytes a debug build writes over a freed shared stack: an address or count read from them is
 // absurd enough to fail loudly.
-constexpr unsigned char kScrubByte = 0xdb;
+[[maybe_unused]] constexpr unsigned char kScrubByte = 0xdb;
 
 char* top_of(const Stack& stack) noexcept { return static_cast<char*>(stack.base) + stack.size; }
 
