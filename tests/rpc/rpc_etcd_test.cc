@@ -116,12 +116,17 @@ bool has(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// Calls Echo in a loop from its own fiber until stopped, counting what fails (and why).
+// Calls Echo in a loop from its own fiber until stopped, counting what fails (and why); while
+// paused it makes no new calls.
 class Load {
  public:
   explicit Load(Channel& channel) : client_(channel) {
     fiber_ = tern::spawn([this] {
       while (!stop_) {
+        if (paused_) {
+          (void)tern::this_fiber::sleep_for(1ms);
+          continue;
+        }
         ClientContext context;
         context.set_timeout(2s);
         EchoRequest request;
@@ -141,6 +146,7 @@ class Load {
     stop_ = true;
     if (fiber_.joinable()) fiber_.join();
   }
+  void set_paused(bool paused) { paused_ = paused; }
   int calls() const { return calls_; }
   int failed() const { return failed_; }
   const std::string& last_failure() const { return last_failure_; }
@@ -149,6 +155,7 @@ class Load {
   NamingTestClient client_;
   tern::Fiber fiber_;
   bool stop_ = false;
+  bool paused_ = false;
   int calls_ = 0;
   int failed_ = 0;
   std::string last_failure_;
@@ -156,13 +163,17 @@ class Load {
 
 // Slow calls started over `channel` one at a time until one runs on `target`: each is waited
 // for until it reached one of `services` (a condition with a deadline, not a sleep, so a loaded
-// machine only makes it slower). wait() says whether they all succeeded; the destructor waits for
-// them too, so a test that returns early (a failed ASSERT) still joins every fiber.
+// machine only makes it slower). `load` makes no calls meanwhile: its calls interleaved with
+// these in the round robin could steer every slow call away from `target` (one slow call and two
+// of its calls per turn, over three servers, always land the slow one on the same server).
+// wait() says whether they all succeeded; the destructor waits for them too, so a test that
+// returns early (a failed ASSERT) still joins every fiber.
 class SlowCalls {
  public:
-  SlowCalls(Channel& channel, const NamedService& target,
+  SlowCalls(Channel& channel, Load& load, const NamedService& target,
             const std::vector<const NamedService*>& services)
       : client_(channel) {
+    load.set_paused(true);
     const auto started = [&] {
       int sleeps = 0;
       for (const NamedService* service : services) sleeps += service->sleeps;
@@ -186,7 +197,13 @@ class SlowCalls {
         break;
       }
     }
+    load.set_paused(false);
+    if (failure_.empty() && target.sleeps == target_before) {
+      failure_ = "16 slow calls ran, none on the target server";
+    }
   }
+  // Why the slow calls did not all succeed, so far (empty if they did).
+  const std::string& failure() const { return failure_; }
   ~SlowCalls() { (void)wait(); }
   std::string wait() {
     for (tern::Fiber& fiber : fibers_) {
@@ -244,8 +261,8 @@ TEST(EtcdNaming, ServersJoinAndLeaveWithoutFailedCalls) {
     ASSERT_TRUE(eventually([&] { return c.service.echoes > 0; }));
 
     // Calls in flight on `a` when it stops finish; afterwards `a` is out of the set.
-    SlowCalls slow(channel, a.service, {&a.service, &b.service, &c.service});
-    ASSERT_GT(a.service.sleeping, 0);
+    SlowCalls slow(channel, load, a.service, {&a.service, &b.service, &c.service});
+    ASSERT_GT(a.service.sleeping, 0) << slow.failure();
     a.stop();
     EXPECT_EQ(slow.wait(), "");
     EXPECT_TRUE(eventually([&] { return !has(channel.endpoints(), a.address); }));
@@ -464,8 +481,8 @@ TEST(DnsNaming, ResolvesAgainAndFollowsTheName) {
     ASSERT_TRUE(eventually([&] { return b.service.echoes > 0; }));
 
     // Slow calls in flight on `a` when the name stops resolving to it still finish.
-    SlowCalls slow(channel, a.service, {&a.service, &b.service});
-    ASSERT_GT(a.service.sleeping, 0);
+    SlowCalls slow(channel, load, a.service, {&a.service, &b.service});
+    ASSERT_GT(a.service.sleeping, 0) << slow.failure();
     answer = {*Address::parse(b.address)};
     ASSERT_TRUE(eventually([&] { return channel.endpoints().size() == 1; }));
     EXPECT_GT(a.service.sleeping, 0);  // removed from the set while its calls still run
