@@ -152,7 +152,8 @@ void* run_connection(void* arg) {
   return nullptr;
 }
 
-// Starts a detached thread for fd; closes fd if no thread can be had.
+// Starts a detached thread for fd; closes fd if no thread can be had, and says so on stderr
+// (the first time and every 1,000th), since the client then sees its connection reset.
 void start_connection(int fd, const Config& config, Registry& registry, pthread_attr_t& attr) {
   if (!registry.add(fd)) {
     ::close(fd);
@@ -160,9 +161,14 @@ void start_connection(int fd, const Config& config, Registry& registry, pthread_
   }
   auto* connection = new Connection{fd, &config, &registry};
   pthread_t thread;
-  if (::pthread_create(&thread, &attr, run_connection, connection) != 0) {
+  if (const int error = ::pthread_create(&thread, &attr, run_connection, connection); error != 0) {
     delete connection;
     registry.remove_and_close(fd);
+    static std::size_t refused = 0;
+    if (refused++ % 1000 == 0) {
+      std::fprintf(stderr, "mtserver: no thread for a connection (%s), closed it (%zu so far)\n",
+                   std::strerror(error), refused);
+    }
   }
 }
 
