@@ -227,6 +227,32 @@ def add_per_server_cpu_second(runs):
             run.setdefault("figures", {})["per_server_cpu_s"] = value
 
 
+
+def problem_owner(run):
+    """Whose failure a failed run is ("tern" or "peer"), as run.py recorded it; for results
+    written before run.py recorded it, a server not named tern* makes it the peer's."""
+    suite = run.get("suite", {})
+    if "problem_owner" in suite:
+        return suite["problem_owner"]
+    server = suite.get("server")
+    return "peer" if server and not server.startswith("tern") else "tern"
+
+
+def one_line(run):
+    """A run's problem on one line (a client's own report spans several)."""
+    return " ".join(str(run["suite"]["problem"]).split())
+
+
+def where(run):
+    """"004 10000 in flight, mtserver, round 1 of 3: " for a problem's line."""
+    suite = run.get("suite", {})
+    parts = [suite.get("group") or f"table {suite.get('table')}"]
+    if suite.get("server"):
+        parts.append(suite["server"])
+    if suite.get("rounds", 1) > 1:
+        parts.append(f"round {suite.get('round')} of {suite.get('rounds')}")
+    return ", ".join(parts) + ": "
+
 class Report:
     def __init__(self, results):
         self.all_runs = results["runs"]
@@ -993,9 +1019,20 @@ class Report:
         if not bad:
             return
         self.write("## Problems in this run\n")
-        for r in bad:
-            self.write(f"- {r['suite']['command']}: {r['suite']['problem']}")
-        self.write("")
+        peers = [r for r in bad if problem_owner(r) == "peer"]
+        ours = [r for r in bad if problem_owner(r) != "peer"]
+        if ours:
+            self.write("tern cells that failed (they fail `make bench`):\n")
+            for r in ours:
+                self.write(f"- {where(r)}{r['suite']['command']}: {one_line(r)}")
+            self.write("")
+        if peers:
+            self.write("Cells a peer could not run (recorded, shown failed in their table; they "
+                       "do not fail `make bench`):\n")
+            for r in peers:
+                self.write(f"- {where(r)}peer could not run this cell ({one_line(r)}): "
+                           f"{r['suite']['command']}")
+            self.write("")
 
     def plots(self, plot_python, output_dir):
         if not plot_python:

@@ -12,7 +12,12 @@ Servers listen on 127.0.0.1 port 0 and are stopped after each cell; every cell i
 time. Before each round of a comparison the suite waits (at most --quiet-wait seconds, and at
 most --quiet-budget seconds over the whole pass) for the machine to be 90% idle; the cells of a
 round follow each other without a gap, and every cell records how much CPU other processes took
-while it ran."""
+while it ran.
+
+Exit status: 1 when a tern cell fails (tern's server or client did not do the work, or its work
+was not verified), when the report cannot be written, or when the suite itself breaks; a peer that
+cannot run a cell (its own limit or bug) is recorded with the reason in the results and in the
+report's "Problems in this run", printed at the end, and leaves the status 0."""
 
 import argparse
 import atexit
@@ -130,6 +135,7 @@ class Suite:
         self.catalog = servers.Catalog(self.build)
         self.tern_bench = os.path.join(self.build, "tools", "tern-bench", "tern-bench")
         self.switch_peers = os.path.join(self.build, "bench", "switch_peers")
+        # Every failed cell: {"cell": its description, "owner": "tern" or "peer", "problem"}.
         self.failures = []
         self.tls = None
         self.quiet_waited = 0.0
@@ -167,8 +173,33 @@ class Suite:
     def program(self, cell):
         return self.switch_peers if cell.get("program") == "switch_peers" else self.tern_bench
 
+    def record_failure(self, cell, problem):
+        """Notes that `cell` failed with `problem`; returns whose failure it is ("tern" or
+        "peer", tables.failure_owner)."""
+        owner = tables.failure_owner(cell)
+        self.failures.append({"cell": describe_cell(cell), "owner": owner, "problem": problem})
+        return owner
+
     def run_cell(self, cell):
         """Runs one cell; returns the list of run records it produced."""
+        try:
+            return self.run_server_cell(cell)
+        except RuntimeError as error:  # the server did not start (servers.RunningServer)
+            problem = str(error)
+            run = {"mode": cell["mode"], "target": cell.get("server") or cell["mode"],
+                   "verified": False, "figures": {}}
+            run["suite"] = {
+                "table": cell["table"], "server": cell.get("server"),
+                "server_threads": cell.get("server_threads", 0),
+                "client_threads": cell.get("client_threads", 1), "placement": "",
+                "before": "", "other_cpu_pct": 0.0, "command": "", "label": cell.get("label", ""),
+                "problem": problem, "group": cell.get("group"), "round": cell.get("round", 1),
+                "rounds": cell.get("rounds", 1),
+                "problem_owner": self.record_failure(cell, problem)}
+            return [run]
+
+    def run_server_cell(self, cell):
+        """run_cell's work; raises RuntimeError when the cell's server does not start."""
         quiet = self.wait_for_quiet(cell)
         server_name = cell.get("server")
         server_threads = cell.get("server_threads", 0)
@@ -230,12 +261,16 @@ class Suite:
         runs = parse_json_lines(stdout)
         problem = None
         if status != 0:
-            problem = f"exit status {status}: {stderr.strip()[-400:]}"
+            problem = f"exit status {status}: {(stderr.strip() or failed_work(runs))[-400:]}"
         elif not runs:
             problem = f"no JSON result: {stderr.strip()[-400:]}"
         if server and server_status not in (0, None):
             problem = (problem + "; " if problem else "") + (
                 f"{server_name} exited with status {server_status}: {server.log()[-400:]}")
+        elif server and problem:
+            said = server_said(server.log())
+            if said:
+                problem += f"; {server_name} said: {said[-400:]}"
         if not runs:
             runs = [{"mode": cell["mode"], "target": server_name or cell["mode"],
                      "verified": False, "figures": {}}]
@@ -257,7 +292,9 @@ class Suite:
                     server_ticks / max(elapsed, 1e-9) / machine.CLOCK_TICKS * 100.0, 1)
                 run["suite"]["server_cpu_measured_by"] = "suite"
         if problem:
-            self.failures.append(f"{describe_cell(cell)}: {problem}")
+            owner = self.record_failure(cell, problem)
+            for run in runs:
+                run["suite"]["problem_owner"] = owner
         return runs
 
     def run_hook_cell(self, cell):
@@ -286,7 +323,7 @@ class Suite:
             "label": cell.get("label", ""), "problem": problem, "group": cell.get("group"),
             "round": cell.get("round", 1), "rounds": cell.get("rounds", 1)}
         if problem:
-            self.failures.append(f"{describe_cell(cell)}: {problem}")
+            run["suite"]["problem_owner"] = self.record_failure(cell, problem)
         return [run]
 
     def run_failover_cell(self, cell):
@@ -311,7 +348,7 @@ class Suite:
             "round": cell.get("round", 1), "rounds": cell.get("rounds", 1)}
         if problem:
             run["verified"] = False
-            self.failures.append(f"{describe_cell(cell)}: {problem}")
+            run["suite"]["problem_owner"] = self.record_failure(cell, problem)
         return [run]
 
     def run(self, cells):
@@ -370,6 +407,11 @@ class Suite:
                   f"{'; '.join(summarize(r) for r in runs)} "
                   f"({seconds:.1f} s, {runs[0]['suite']['before']})",
                   flush=True)
+            following = cells[index] if index < len(cells) else None
+            if not following or following["suite_table"] != cell["suite_table"]:
+                name = cell["suite_table"]
+                for line in budget_lines({name: table_s[name]}, {name: budgets[name]}):
+                    print(f"suite: {line}", flush=True)
         info["loadavg_after"] = machine.read_sysctl("loadavg", root="/proc")
         info["quiet_waited_s"] = round(self.quiet_waited, 1)
         with open(path, "w") as f:
@@ -380,6 +422,36 @@ class Suite:
         for line in budget_lines(info["table_s"], budgets):
             print(f"suite: {line}", flush=True)
         return path
+
+
+def failed_work(runs):
+    """What a client that exited non-zero without a word on stderr (--quiet) reported: its first
+    error messages and how many of its sessions or calls failed."""
+    parts = []
+    for run in runs:
+        figures = run.get("figures", {})
+        failed = figures.get("failed", run.get("errors"))
+        done = figures.get("sessions", figures.get("calls"))
+        if isinstance(failed, (int, float)) and failed and isinstance(done, (int, float)):
+            unit = "sessions" if "sessions" in figures else "calls"
+            parts.append(f"{failed:g} failed, {done:g} {unit} verified")
+        parts.extend(run.get("error_messages", [])[:3])
+    return "; ".join(parts)
+
+
+def server_said(log):
+    """The lines a server printed besides its start line (a peer saying why it refused work)."""
+    lines = [line for line in log.splitlines()
+             if line.strip() and not servers.START_LINE.search(line)]
+    return " / ".join(lines[-5:])
+
+
+def exit_status(failures, report_status):
+    """run.py's exit status: 1 when a tern cell failed or the report was not written (the suite is
+    broken), 0 when only peers failed (recorded and reported, not tern's failure)."""
+    if report_status != 0 or any(f["owner"] == "tern" for f in failures):
+        return 1
+    return 0
 
 
 def default_report(full):
@@ -503,13 +575,21 @@ def main():
     # A run of some tables (--only) replaces their sections of the report and keeps the others.
     report = [sys.executable, os.path.join(REPO, "bench", "suite", "report.py"), path,
               "--output", args.report] + (["--merge"] if only or args.group else [])
-    subprocess.run(report, check=False)
-    if suite.failures:
-        print("suite: these cells failed or were not verified:", file=sys.stderr)
-        for failure in suite.failures:
-            print(f"  {failure}", file=sys.stderr)
-        return 1
-    return 0
+    report_status = subprocess.run(report, check=False).returncode
+    if report_status != 0:
+        print(f"suite: report.py exited with status {report_status}", file=sys.stderr)
+    peers = [f for f in suite.failures if f["owner"] == "peer"]
+    if peers:
+        print("suite: peers that could not run a cell (recorded in the report; the pass goes on):",
+              file=sys.stderr)
+        for failure in peers:
+            print(f"  {failure['cell']}: {failure['problem']}", file=sys.stderr)
+    ours = [f for f in suite.failures if f["owner"] == "tern"]
+    if ours:
+        print("suite: tern cells that failed or were not verified:", file=sys.stderr)
+        for failure in ours:
+            print(f"  {failure['cell']}: {failure['problem']}", file=sys.stderr)
+    return exit_status(suite.failures, report_status)
 
 
 if __name__ == "__main__":

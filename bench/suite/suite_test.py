@@ -400,7 +400,17 @@ class ReportTest(unittest.TestCase):
         text = self.render(runs)
         self.assertIn("| 16384 B | 1 | 10 | – ✗ | 600 | 600 | – (1.25–1.50; 1 of 3 rounds failed) | "
                       "– (1.25–1.50; 1 of 3 rounds failed) | ≥ 1.0×: – |", text)
-        self.assertIn("- tern-bench pingpong vs tern: exit status 1", text)
+        self.assertIn("tern cells that failed (they fail `make bench`):\n\n- 003 16384 B 1 t 10 s, "
+                      "tern, round 2 of 3: tern-bench pingpong vs tern: exit status 1", text)
+
+    def test_a_peer_that_could_not_run_a_cell_is_listed_with_its_reason(self):
+        runs = [pingpong_run("tern", 900, 1), pingpong_run("asio", None, 1, verified=False)]
+        runs[1]["suite"].update(problem="exit status 1: 22746 of 30000 failed",
+                                problem_owner="peer")
+        text = self.render(runs)
+        self.assertIn("- 003 16384 B 1 t 10 s, asio, round 1 of 3: peer could not run this cell "
+                      "(exit status 1: 22746 of 30000 failed): tern-bench pingpong vs asio", text)
+        self.assertNotIn("tern cells that failed", text)
 
     def test_the_idle_poll_column_is_labelled_and_left_out_of_the_ratios(self):
         runs = [pingpong_run("tern", 600, 1, rounds=1, sessions=1),
@@ -448,7 +458,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| SIGTERM (goaway) | epoll | – (– / – / –) |", text)
         self.assertIn("| SIGTERM (goaway) | io_uring | 0.6 (0.5 / 0.7 / 0.6) ✗ | 0 (0 / 1 / 0) |",
                       text)
-        self.assertIn("- tern-bench failover vs tern-uring: exit status 1", text)
+        self.assertIn("tern-bench failover vs tern-uring: exit status 1", text)
 
     def test_the_failover_table_shows_a_quick_pass_of_one_round_without_groups(self):
         runs = [failover_run("tern", "kill", 1, 1.25), failover_run("tern-uring", "term", 1, 0.75)]
@@ -472,12 +482,13 @@ class FailoverTest(unittest.TestCase):
             self.assertNotIn("--idle-poll", cell["args"])
             self.assertEqual(cell["kind"], "failover")
 
-    def test_the_full_pass_runs_three_rounds_and_the_quick_pass_each_cell_once(self):
+    def test_both_passes_run_each_fault_in_three_rounds(self):
+        for full in (True, False):
+            cells = tables.in_rounds(tables.failover_cells(full), 3)
+            self.assertEqual(len(cells), 12)
+            self.assertEqual({c["rounds"] for c in cells}, {3})
+            self.assertEqual({c["group"] for c in cells}, {"failover kill", "failover term"})
         full = tables.in_rounds(tables.failover_cells(True), 3)
-        self.assertEqual(len(full), 12)
-        self.assertEqual({c["rounds"] for c in full}, {3})
-        quick = tables.in_rounds(tables.failover_cells(False), 3)
-        self.assertEqual(len(quick), 4)
         # Three rounds of the table stay within a minute, a second per cell to start and stop
         # the servers included.
         load = sum(float(c["args"][c["args"].index("--duration") + 1]) for c in full)
@@ -664,6 +675,54 @@ class TlsRpcReportTest(unittest.TestCase):
         self.assertIn("## TLS: RPC over TLS", text)
         self.assertLess(text.index("old tls"), text.index("## TLS: RPC over TLS"))
         self.assertLess(text.index("## TLS: RPC over TLS"), text.index("## Plots"))
+
+
+class ExitStatusTest(unittest.TestCase):
+    """`make bench` fails when tern fails or the suite breaks, not when a peer cannot run a
+    cell: that is recorded with its reason in the report."""
+
+    def test_a_peer_failure_is_recorded_but_does_not_fail_the_pass(self):
+        failures = [{"cell": "rpc -c 5000 vs erpc", "owner": "peer", "problem": "bind"}]
+        self.assertEqual(run.exit_status(failures, 0), 0)
+
+    def test_a_tern_failure_fails_the_pass(self):
+        failures = [{"cell": "x", "owner": "peer", "problem": "a"},
+                    {"cell": "y", "owner": "tern", "problem": "b"}]
+        self.assertEqual(run.exit_status(failures, 0), 1)
+
+    def test_a_report_that_cannot_be_written_fails_the_pass(self):
+        self.assertEqual(run.exit_status([], 1), 1)
+        self.assertEqual(run.exit_status([], 0), 0)
+
+    def test_who_owns_a_failed_cell(self):
+        cells = tables.all_cells(True, 3.0)
+        owners = {}
+        for cell in cells:
+            owners.setdefault(cell.get("server") or cell.get("client") or cell.get("program")
+                              or cell["table"], set()).add(tables.failure_owner(cell))
+        for peer in ("asio", "go", "tokio", "mtserver", "otechod", "grpc-callback", "rpcx",
+                     "erpc", "switch_peers", "redis-benchmark"):
+            self.assertEqual(owners[peer], {"peer"}, peer)
+        for ours in ("tern", "tern-uring", "tern-plain-echo", "tern-idle-poll", "tern-hooked",
+                     "tern-plaintext", "fibers", "002-log"):
+            self.assertEqual(owners[ours], {"tern"}, ours)
+
+    def test_a_quiet_client_that_failed_says_what_failed(self):
+        runs = [{"figures": {"calls": 7254}, "errors": 22746,
+                 "error_messages": ["dial: bind: address already in use"]}]
+        self.assertEqual(run.failed_work(runs), "22746 failed, 7254 calls verified; dial: bind: "
+                         "address already in use")
+        runs = [{"figures": {"sessions": 14999, "failed": 1}, "errors": 1,
+                 "error_messages": ["session 7736: reading reply 0: Connection reset by peer"]}]
+        self.assertEqual(run.failed_work(runs), "1 failed, 14999 sessions verified; session "
+                         "7736: reading reply 0: Connection reset by peer")
+
+    def test_the_server_log_gives_what_the_server_said_besides_its_start_line(self):
+        log = ("mtserver: listening on 127.0.0.1:4000 (thread per connection)\n"
+               "mtserver: no thread for a connection (Resource temporarily unavailable)\n")
+        self.assertEqual(run.server_said(log), "mtserver: no thread for a connection (Resource "
+                         "temporarily unavailable)")
+        self.assertEqual(run.server_said("tern-echo: listening on 127.0.0.1:4000\n"), "")
 
 
 if __name__ == "__main__":
