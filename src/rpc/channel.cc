@@ -581,6 +581,23 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
   return status;
 }
 
+detail::ClientConnection* Channel::connection_for_one_attempt(Impl& impl, ClientContext& context,
+                                                              Deadline deadline,
+                                                              std::string_view cancelled,
+                                                              Status& why) {
+  detail::PendingCall gate;  // context.cancel() ends a wait for a connection through it
+  context.active_ = &gate;
+  detail::ClientConnection* connection =
+      wait_for_connection(impl, context, {}, deadline, gate, why);
+  context.active_ = nullptr;
+  if (connection != nullptr && (gate.cancelled || context.cancelled_)) {
+    why = Status(StatusCode::cancelled, std::string(cancelled));
+    return nullptr;
+  }
+  if (connection != nullptr) context.peer_ = connection->endpoint().name;
+  return connection;
+}
+
 Status Channel::notify(ClientContext& context, std::string_view service, std::string_view method,
                        const google::protobuf::MessageLite& request) {
   check_worker(impl_.get(), "notify");
@@ -589,20 +606,12 @@ Status Channel::notify(ClientContext& context, std::string_view service, std::st
   ++impl.stats.calls;
   Status status;
   const Deadline deadline = call_deadline(impl, context);
-  detail::PendingCall gate;  // context.cancel() ends a wait for a connection through it
-  context.active_ = &gate;
   detail::ClientConnection* connection =
-      wait_for_connection(impl, context, {}, deadline, gate, status);
-  context.active_ = nullptr;
-  if (connection != nullptr && gate.cancelled) {
-    connection = nullptr;
-    status = Status(StatusCode::cancelled, "the call was cancelled");
-  }
+      connection_for_one_attempt(impl, context, deadline, "the call was cancelled", status);
   if (connection == nullptr) {
     ++impl.stats.failed_calls;
     return status;
   }
-  context.peer_ = connection->endpoint().name;
   wire::Metadata& metadata = request_metadata();
   fill_request_metadata(metadata, context, service, method, deadline, impl.authorization);
   if (!connection->send(nullptr, detail::FrameType::one_way, metadata, request,
@@ -621,17 +630,9 @@ StreamCall Channel::open_stream(ClientContext& context, std::string_view service
   ++impl.stats.streams;
   Status status;
   const Deadline deadline = call_deadline(impl, context);
-  detail::PendingCall gate;  // context.cancel() ends a wait for a connection through it
-  context.active_ = &gate;
-  detail::ClientConnection* connection =
-      wait_for_connection(impl, context, {}, deadline, gate, status);
-  context.active_ = nullptr;
-  if (connection != nullptr && (gate.cancelled || context.cancelled_)) {
-    connection = nullptr;
-    status = Status(StatusCode::cancelled, "the stream was cancelled before it opened");
-  }
+  detail::ClientConnection* connection = connection_for_one_attempt(
+      impl, context, deadline, "the stream was cancelled before it opened", status);
   if (connection == nullptr) return StreamCall(std::move(status));
-  context.peer_ = connection->endpoint().name;
   wire::Metadata& metadata = request_metadata();
   fill_request_metadata(metadata, context, service, method, deadline, impl.authorization);
   std::shared_ptr<detail::Stream> stream = connection->open_stream(metadata, deadline);

@@ -256,9 +256,13 @@ TEST(Shutdown, AFiberThatIgnoresCancellationIsReportedNotLost) {
   runtime.run([&] {
     tern::spawn(
         [&] {
-          // Ignores the cancellation for a while (but yields), then finishes.
+          // Ignores the cancellation for a while (but yields), then finishes. The yield after
+          // the deadline gives the worker one more turn, at a time past its 10 ms report: a
+          // worker descheduled for the whole 60 ms would otherwise find the fiber finished
+          // before it ever looked at the clock for its report.
           const auto until = tern::Clock::now() + 60ms;
           while (tern::Clock::now() < until) tern::this_fiber::yield();
+          tern::this_fiber::yield();
           done = true;
         },
         {.name = "obstinate"})

@@ -331,6 +331,13 @@ class Channel {
   static Status call_on(Impl& impl, ClientContext& context, std::string_view service,
                         std::string_view method, const google::protobuf::MessageLite& request,
                         google::protobuf::MessageLite& reply);
+  // A connection for a single attempt (a one-way call, a stream's opening), waited for until
+  // `deadline` through a gate that context.cancel() closes; nullptr with `why` set when none
+  // came or the context was cancelled (`why` then says `cancelled`).
+  static detail::ClientConnection* connection_for_one_attempt(Impl& impl, ClientContext& context,
+                                                              Deadline deadline,
+                                                              std::string_view cancelled,
+                                                              Status& why);
 
   std::unique_ptr<Impl> impl_;
 };
