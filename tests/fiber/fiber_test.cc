@@ -243,8 +243,10 @@ TEST(Sleep, HundredThousandPendingTimersFireInOrderAndNeverEarly) {
     int slept = 0;
     int out_of_order = 0;
     int parked = 0;
+    int warmed = 0;
     tern::Deadline last_fired{};
     tern::Deadline base{};
+    tern::Event warm;  // a first wake-up of every fiber, timed to choose how far off `base` is
     tern::Event go;
     std::vector<tern::Fiber> fibers;
     fibers.reserve(static_cast<std::size_t>(count));
@@ -254,6 +256,8 @@ TEST(Sleep, HundredThousandPendingTimersFireInOrderAndNeverEarly) {
       fibers.push_back(tern::spawn(
           [&, offset] {
             ++parked;
+            ASSERT_TRUE(warm.wait());
+            ++warmed;
             ASSERT_TRUE(go.wait());  // every fiber exists and waits before the clock starts
             const auto deadline = base + offset;
             // Pending with room to spare: under TSan on a busy machine the worker can be
@@ -271,7 +275,13 @@ TEST(Sleep, HundredThousandPendingTimersFireInOrderAndNeverEarly) {
           {.stack_size = 16 * 1024}));
     }
     while (parked < count) tern::this_fiber::yield();
-    base = tern::Clock::now() + 1s;
+    // The deadlines start 1 s plus twice the time one wake-up of every fiber takes now, so the
+    // fibers get to sleep before their deadlines even where that pass is slow (under TSan on a
+    // busy machine it took over a second, and then no timer was pending).
+    const tern::Deadline warm_start = tern::Clock::now();
+    warm.set();
+    while (warmed < count) tern::this_fiber::yield();
+    base = tern::Clock::now() + 1s + 2 * (tern::Clock::now() - warm_start);
     go.set();
     for (tern::Fiber& f : fibers) f.join();
     EXPECT_EQ(woke, count);
