@@ -439,10 +439,16 @@ def failed_work(runs):
     return "; ".join(parts)
 
 
+# A server's last line when it stops with nothing to say ("grpc_rpc_server: stopped").
+BARE_STOP_LINE = re.compile(r"^\S+: stopped$")
+
+
 def server_said(log):
-    """The lines a server printed besides its start line (a peer saying why it refused work)."""
+    """The lines a server printed besides its start line and a bare stop line (a peer saying why
+    it refused work, tern-echo's counts as it stops)."""
     lines = [line for line in log.splitlines()
-             if line.strip() and not servers.START_LINE.search(line)]
+             if line.strip() and not servers.START_LINE.search(line)
+             and not BARE_STOP_LINE.match(line.strip())]
     return " / ".join(lines[-5:])
 
 

@@ -719,7 +719,8 @@ class ExitStatusTest(unittest.TestCase):
 
     def test_the_server_log_gives_what_the_server_said_besides_its_start_line(self):
         log = ("mtserver: listening on 127.0.0.1:4000 (thread per connection)\n"
-               "mtserver: no thread for a connection (Resource temporarily unavailable)\n")
+               "mtserver: no thread for a connection (Resource temporarily unavailable)\n"
+               "mtserver: stopped\n")
         self.assertEqual(run.server_said(log), "mtserver: no thread for a connection (Resource "
                          "temporarily unavailable)")
         self.assertEqual(run.server_said("tern-echo: listening on 127.0.0.1:4000\n"), "")
