@@ -17,6 +17,7 @@
 #include "runtime_state.h"
 #include "stack_overflow.h"
 #include "tern/base/assert.h"
+#include "tern/base/coarse_clock.h"
 #include "tern/base/result.h"
 #include "tern/log/log.h"
 #include "tern/prof/counter.h"
@@ -357,7 +358,9 @@ std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool inte
       return std::make_error_code(std::errc::operation_canceled);
     }
     claimed_elsewhere = true;
-  } else if (deadline != kNoDeadline && deadline <= Clock::now()) {
+  } else if (deadline != kNoDeadline && deadline <= coarse_now()) {
+    // Surely past (coarse_now() lags): no timer. One that passed within the lag is fired by the
+    // next fire_timers(), which reads the clock precisely, before this fiber could run again.
     if (claim_fiber(self)) return deadline_exceeded();
     claimed_elsewhere = true;
   }
@@ -471,6 +474,11 @@ std::size_t Scheduler::take_remote_work() {
 }
 
 void Scheduler::fire_timers() {
+  // Between parks, a loop that finds the earliest timer two ticks past the coarse clock (which
+  // lags by about one) knows none is due without a precise clock read (tens of ns on a VM, and
+  // this runs before every fiber switch); a longer lag only delays a timer, never fires one
+  // early. Right after a park, the precise clock always decides.
+  if (!just_parked_ && timers_.earliest() > coarse_now() + 2 * coarse_resolution()) return;
   timed(prof::LoopPhase::timers, [this] {
     const Deadline now = Clock::now();
     while (TimerNode* node = timers_.pop_expired(now)) {

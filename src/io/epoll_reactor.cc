@@ -136,6 +136,7 @@ class EpollReactor final : public Reactor {
       if (!writable) state.drained = false;
       return {};
     }
+    budget_ = kBudget;  // this fiber parks: the others run, so none is starving them
     const tern::detail::ParkedNode<Waiter> node(tern::detail::parks_off_stack());
     Waiter& waiter = *node;
     waiter.fiber = tern::detail::current_fiber("tern::io");

@@ -16,6 +16,7 @@
 
 #include "tern/base/assert.h"
 #include "tern/base/clock.h"
+#include "tern/base/coarse_clock.h"
 #include "tern/base/duration.h"
 #include "tern/base/intrusive_list.h"
 #include "tern/base/mpsc_queue.h"
@@ -221,6 +222,26 @@ TEST(SpinLock, ExcludesAcrossThreads) {
   EXPECT_TRUE(lock.try_lock());
   EXPECT_FALSE(lock.try_lock());
   lock.unlock();
+}
+
+TEST(Clock, CoarseDeadlineIsAtMostTwoTicksLate) {
+  const auto tick = tern::coarse_resolution();
+  EXPECT_GT(tick, std::chrono::nanoseconds::zero());
+  EXPECT_LE(tern::coarse_now(), tern::Clock::now()) << "the coarse clock lags, never leads";
+  for (int i = 0; i < 1000; ++i) {
+    const auto before = tern::Clock::now();
+    const auto deadline = tern::coarse_deadline_after(std::chrono::seconds(300));
+    const auto after = tern::Clock::now();
+    // Two ticks of margin: on a loaded virtual machine the coarse clock was seen lagging a
+    // little over one; the assertion allows a lag of three.
+    ASSERT_GE(deadline, before + std::chrono::seconds(300) - tick);
+    ASSERT_LE(deadline, after + std::chrono::seconds(300) + 2 * tick);
+  }
+  EXPECT_EQ(tern::coarse_deadline_after(std::chrono::nanoseconds::max()), tern::kNoDeadline);
+  const auto before = tern::Clock::now();
+  const auto now_if_negative = tern::coarse_deadline_after(std::chrono::seconds(-1));
+  EXPECT_GE(now_if_negative, before) << "a timeout of zero or less is now, as in deadline_after";
+  EXPECT_LE(now_if_negative, tern::Clock::now());
 }
 
 TEST(Clock, DeadlineAfterSaturatesInsteadOfOverflowing) {

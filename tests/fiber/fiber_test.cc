@@ -202,6 +202,23 @@ TEST(Sleep, SleepsAtLeastTheDuration) {
   });
 }
 
+// A worker whose fibers keep yielding never parks: its timers are checked between switches.
+TEST(Sleep, TimersFireWhileAnotherFiberKeepsYielding) {
+  on_one_worker([] {
+    bool slept = false;
+    tern::Fiber sleeper = tern::spawn([&] {
+      const auto deadline = tern::Clock::now() + 3ms;
+      ASSERT_TRUE(tern::this_fiber::sleep_until(deadline));
+      EXPECT_GE(tern::Clock::now(), deadline) << "never early";
+      slept = true;
+    });
+    const auto give_up = tern::Clock::now() + 10s;
+    while (!slept && tern::Clock::now() < give_up) tern::this_fiber::yield();
+    EXPECT_TRUE(slept) << "the timer fired while the worker never went idle";
+    sleeper.join();
+  });
+}
+
 TEST(Sleep, TimersFireInDeadlineOrder) {
   on_one_worker([] {
     std::vector<int> order;

@@ -762,6 +762,21 @@ TEST(TcpStream, WritevAllSendsManyIovecsInOrder) {
   });
 }
 
+TEST(TcpStream, WritevOfOnePieceSendsIt) {
+  run_on(1, [] {
+    tern::Result<Connected> pair = connect_loopback();
+    ASSERT_TRUE(pair) << pair.error().message();
+    std::string reply = "one piece";
+    std::array<iovec, 1> out = {iovec{reply.data(), reply.size()}};
+    tern::Result<std::size_t> n = pair->client.writev(out, patience());
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(*n, reply.size());
+    ASSERT_TRUE(pair->client.writev_all(out, patience()));
+    EXPECT_EQ(out[0].iov_len, 0u) << "writev_all advances the piece past what it wrote";
+    EXPECT_EQ(read_text(pair->server, 2 * reply.size()), reply + reply);
+  });
+}
+
 TEST(TcpStream, WritevAndReadvScatterAndGather) {
   run_on(1, [] {
     tern::Result<Connected> pair = connect_loopback();

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "tern/base/clock.h"
+#include "tern/base/coarse_clock.h"
 #include "tern/base/result.h"
 #include "tern/net/address.h"
 #include "tern/net/socket.h"
@@ -92,7 +93,8 @@ class TcpStream {
   bool is_open() const noexcept { return socket_.is_open(); }
 
   // A timeout for every later call made without a deadline of its own: a call that makes no
-  // progress for this long fails with std::errc::timed_out. Zero (the default) turns it off.
+  // progress for this long fails with std::errc::timed_out (measured on the coarse clock: at
+  // most two kernel ticks later). Zero (the default) turns it off.
   void set_timeout(std::chrono::nanoseconds timeout) noexcept { timeout_ = timeout; }
   std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
 
@@ -112,8 +114,11 @@ class TcpStream {
   Socket& socket() noexcept { return socket_; }
 
  private:
+  // The deadline of one operation: the caller's, else the stream's timeout from now (renewed by
+  // every operation, so read from the coarse clock).
   Deadline effective(Deadline deadline) const noexcept {
-    return deadline == kNoDeadline && timeout_.count() > 0 ? deadline_after(timeout_) : deadline;
+    return deadline == kNoDeadline && timeout_.count() > 0 ? coarse_deadline_after(timeout_)
+                                                           : deadline;
   }
   Socket socket_;
   std::chrono::nanoseconds timeout_{0};

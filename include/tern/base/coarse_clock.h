@@ -1,0 +1,43 @@
+#pragma once
+
+#include <time.h>
+
+#include <chrono>
+
+#include "tern/base/clock.h"
+
+namespace tern {
+
+// The kernel's coarse reading of Clock (CLOCK_MONOTONIC_COARSE): a few ns where a precise read
+// costs tens to a hundred on a virtual machine, but behind it: by up to coarse_resolution(), more
+// after a stall of the virtual CPU; never ahead. Any thread.
+inline Deadline coarse_now() noexcept {
+  timespec now = {};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return Deadline(std::chrono::duration_cast<Clock::duration>(
+      std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec)));
+}
+
+// The coarse clock's step: one kernel tick (1 to 4 ms). Any thread.
+inline std::chrono::nanoseconds coarse_resolution() noexcept {
+  static const std::chrono::nanoseconds resolution = [] {
+    timespec tick = {};
+    if (::clock_getres(CLOCK_MONOTONIC_COARSE, &tick) != 0) tick = {0, 10'000'000};
+    return std::chrono::seconds(tick.tv_sec) + std::chrono::nanoseconds(tick.tv_nsec);
+  }();
+  return resolution;
+}
+
+// deadline_after for a long timeout renewed on every operation (a connection's idle timeout),
+// from coarse_now() plus two ticks: later than deadline_after's by at most two ticks, and never
+// sooner unless the coarse clock lagged more than that (a virtual CPU the host stalled for as
+// long). Any thread.
+inline Deadline coarse_deadline_after(std::chrono::nanoseconds timeout) noexcept {
+  if (timeout <= timeout.zero()) return deadline_after(timeout);
+  const Deadline now = coarse_now();
+  const std::chrono::nanoseconds wait = timeout + 2 * coarse_resolution();
+  if (wait < timeout || wait >= kNoDeadline - now) return kNoDeadline;
+  return now + std::chrono::duration_cast<Clock::duration>(wait);
+}
+
+}  // namespace tern
