@@ -50,6 +50,10 @@ std::string drain_openssl_errors() {
   return text;
 }
 
+void clear_stale_openssl_errors() noexcept {
+  if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
 int first_openssl_reason() noexcept { return ERR_GET_REASON(ERR_peek_error()); }
 
 std::error_code tls_error(TlsErrc code, const std::string& what, const std::string& detail) {

@@ -132,6 +132,22 @@ int min_version(TlsVersion version) {
   return version == TlsVersion::tls1_3 ? TLS1_3_VERSION : TLS1_2_VERSION;
 }
 
+// TLS 1.3 suites, most preferred first: AES-128-GCM with SHA-256 (OpenSSL 3.0 puts AES-256-GCM
+// with SHA-384 first), as Go and BoringSSL choose on CPUs with AES instructions: 10 AES rounds a
+// block instead of 14, and a key schedule on HMAC-SHA-256 (docs/tls.md has the counts).
+constexpr const char* kTls13Suites =
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+
+// What server and client contexts share: the lowest version, the suites above, and no
+// renegotiation. OpenSSL keeps each connection's record buffers (no SSL_MODE_RELEASE_BUFFERS):
+// about 34 KiB a connection, instead of a free and a malloc of 17 KiB around every record.
+Result<void> set_common_options(SSL_CTX* ctx, TlsVersion min) {
+  SSL_CTX_set_min_proto_version(ctx, min_version(min));
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+  if (SSL_CTX_set_ciphersuites(ctx, kTls13Suites) != 1) return config_error("TLS 1.3 suites");
+  return {};
+}
+
 int select_alpn(SSL*, const unsigned char** out, unsigned char* out_length,
                 const unsigned char* offered, unsigned int offered_length, void* arg) {
   const std::string& ours = static_cast<ContextState*>(arg)->alpn_wire;
@@ -181,9 +197,9 @@ Result<SslCtxPtr> server_ctx(ContextState& state, const Certificate& certificate
   const ServerConfig& config = state.server_config;
   SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
   if (!ctx) return config_error("SSL_CTX_new");
-  SSL_CTX_set_min_proto_version(ctx.get(), min_version(config.min_version));
-  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-  SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS);
+  if (Result<void> set = set_common_options(ctx.get(), config.min_version); !set)
+    return fail(set.error());
+  SSL_CTX_set_options(ctx.get(), SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_msg_callback(ctx.get(), watch_renegotiation);
   if (Result<void> loaded = load_certificate(ctx.get(), certificate); !loaded)
     return fail(loaded.error());
@@ -221,9 +237,8 @@ Result<SslCtxPtr> client_ctx(ContextState& state) {
   const ClientConfig& config = state.client_config;
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx) return config_error("SSL_CTX_new");
-  SSL_CTX_set_min_proto_version(ctx.get(), min_version(config.min_version));
-  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION);
-  SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS);
+  if (Result<void> set = set_common_options(ctx.get(), config.min_version); !set)
+    return fail(set.error());
   if (config.verify_peer) {
     if (Result<void> trust = load_trust(ctx.get(), config.ca_file, config.ca_pem, true); !trust)
       return fail(trust.error());

@@ -191,7 +191,7 @@ void TlsStream::Impl::settle_record_path() {
 Result<std::size_t> TlsStream::Impl::encrypt(std::span<const std::byte> buf, Deadline deadline) {
   const std::size_t chunk = std::min(buf.size(), kWriteChunk);
   for (;;) {
-    ERR_clear_error();
+    detail::clear_stale_openssl_errors();
     std::size_t written = 0;
     const int ok = SSL_write_ex(ssl, buf.data(), chunk, &written);
     if (ok == 1) return written;
@@ -214,7 +214,7 @@ Result<std::size_t> TlsStream::Impl::encrypt(std::span<const std::byte> buf, Dea
 
 Result<void> TlsStream::Impl::handshake(Deadline deadline) {
   for (;;) {
-    ERR_clear_error();
+    detail::clear_stale_openssl_errors();
     const int done = SSL_do_handshake(ssl);
     if (done == 1) {
       if (on_socket)
@@ -256,7 +256,15 @@ Result<std::size_t> TlsStream::Impl::read(std::span<std::byte> buf, Deadline dea
   if (broken) return fail(broken);
   if (buf.empty()) return 0;
   for (;;) {
-    ERR_clear_error();
+    if (!on_socket && !eof && buffers.input_pending() == 0 && SSL_has_pending(ssl) == 0) {
+      // Nothing received is left, not even part of a record: SSL_read would only find the
+      // input dry, so the socket is read first (one SSL_read per record instead of two).
+      if (buffers.output_pending() > 0) {
+        if (Result<void> sent = flush(deadline); !sent) return fail(sent.error());
+      }
+      if (Result<void> filled = fill(deadline); !filled) return fail(filled.error());
+    }
+    detail::clear_stale_openssl_errors();
     std::size_t got = 0;
     const int ok = SSL_read_ex(ssl, buf.data(), buf.size(), &got);
     if (link.renegotiation) {
@@ -446,7 +454,7 @@ Result<std::size_t> TlsStream::readv(std::span<const iovec> iov, Deadline deadli
     if (total > 0) {
       // Only what is decrypted or received already: never wait once some bytes are in.
       if (SSL_pending(impl_->ssl) == 0 && impl_->buffers.input_pending() == 0) break;
-      ERR_clear_error();
+      detail::clear_stale_openssl_errors();
       std::size_t got = 0;
       if (SSL_read_ex(impl_->ssl, buf.data(), buf.size(), &got) != 1) {
         ERR_clear_error();  // the next read reports it
