@@ -386,7 +386,10 @@ TEST(Balancing, LeastLoadedAvoidsTheSlowServer) {
     Cluster cluster(3);
     Node& slow = cluster.node(0);
     slow.mode = Mode::slow;
-    slow.slow_for = 30ms;
+    // Far slower than a fast server can get: under TSan on a busy machine a fast server's calls
+    // took several milliseconds, and against 30 ms a slow server with nothing in flight was then
+    // rightly the least loaded.
+    slow.slow_for = 250ms;
     ChannelOptions options = quiet_options();
     options.load_balancing = LoadBalancing::least_loaded;
     Channel channel = open_connected(cluster.targets(), options, 3);
