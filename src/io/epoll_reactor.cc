@@ -154,6 +154,23 @@ class EpollReactor final : public Reactor {
     return {};
   }
 
+  Result<void> wait_data(int fd, Deadline deadline) override {
+    const FdState* known = registered_state(fd);  // not used past a wait: close may free it
+    // An fd this reactor has not registered yet (a fresh connection): registering it reports its
+    // present state as an edge, so the wait ends at once if data is there, with no extra check.
+    // After a read that emptied a stream socket's queue, only a new edge can bring data.
+    if (known == nullptr ||
+        (known->stream_socket && known->drained && !known->readable && !known->irregular))
+      return settle_timed_out_wait(fd, wait_ready(fd, false, deadline));
+    // Otherwise an edge may have come and gone with its data still queued: ask the socket,
+    // before and after each wait (an edge can also be one whose data was read since).
+    while (!readable_now(fd)) {
+      if (Result<void> waited = wait_ready(fd, false, deadline); !waited)
+        return settle_timed_out_wait(fd, waited);
+    }
+    return {};
+  }
+
   void close(int fd) noexcept override {
     if (fd < 0) return;
     if (static_cast<std::size_t>(fd) < states_.size() && states_[fd]) {

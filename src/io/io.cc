@@ -114,6 +114,10 @@ Result<void> wait_readable(int fd, Deadline deadline) {
   return named_deadline(reactor("wait_readable").wait_ready(fd, false, deadline));
 }
 
+Result<void> wait_data(int fd, Deadline deadline) {
+  return named_deadline(reactor("wait_data").wait_data(fd, deadline));
+}
+
 Result<void> wait_writable(int fd, Deadline deadline) {
   return named_deadline(reactor("wait_writable").wait_ready(fd, true, deadline));
 }

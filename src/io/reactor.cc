@@ -2,11 +2,14 @@
 // program that links tern::io.
 #include "reactor.h"
 
+#include <poll.h>
+
 #include <cerrno>
 #include <mutex>
 #include <string>
 
 #include "tern/base/assert.h"
+#include "tern/base/detail/sys_calls.h"
 #include "tern/log/log.h"
 
 namespace tern::io {
@@ -33,6 +36,15 @@ Result<void> connect_outcome(int fd) noexcept {
   if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return fail(errno_code(errno));
   if (error != 0) return fail(errno_code(error));
   return {};
+}
+
+bool readable_now(int fd) noexcept {
+  for (;;) {
+    pollfd state = {fd, POLLIN | POLLRDHUP, 0};
+    const int ready = tern::detail::sys.poll(&state, 1, 0);
+    if (ready >= 0) return ready > 0;
+    if (errno != EINTR) return false;
+  }
 }
 
 // A reactor clears itself in its destructor on the worker thread that owns it (worker 0 is the

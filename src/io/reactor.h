@@ -38,6 +38,10 @@ class Reactor : public Parker {
   virtual Result<void> connect(int fd, const sockaddr* address, socklen_t length,
                                Deadline deadline) = 0;
   virtual Result<void> wait_ready(int fd, bool writable, Deadline deadline) = 0;
+  // Waits until fd has bytes to read, end of stream or an error, judged by the socket's present
+  // state: unlike wait_ready on an edge-triggered backend, never waits for an edge whose data
+  // came (and stayed unread) before the call.
+  virtual Result<void> wait_data(int fd, Deadline deadline) = 0;
   virtual void close(int fd) noexcept = 0;
 
  private:
@@ -56,6 +60,17 @@ Result<std::unique_ptr<Reactor>> make_uring_reactor();
 inline bool recv_emptied_queue(int flags, const Result<std::size_t>& n, std::size_t len,
                                bool nothing_left) noexcept {
   return flags == 0 && n && *n > 0 && (*n < len || nothing_left);
+}
+
+// Whether fd has bytes to read, end of stream or an error right now (poll with no wait). Any
+// thread.
+bool readable_now(int fd) noexcept;
+
+// wait_data's end for a wait that ran out of time: the socket's present state decides (data
+// whose edge was reported but not yet handled, or a deadline that had passed before the call).
+inline Result<void> settle_timed_out_wait(int fd, Result<void> waited) noexcept {
+  if (!waited && waited.error() == std::errc::timed_out && readable_now(fd)) return {};
+  return waited;
 }
 
 // An error_code for an errno value.

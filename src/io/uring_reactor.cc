@@ -227,6 +227,11 @@ class UringReactor final : public Reactor {
     if (!ready) return fail(ready.error());
     return {};
   }
+  // A poll request reports the socket's present state (it is level-triggered); a deadline that
+  // had passed before it was submitted is settled by asking the socket.
+  Result<void> wait_data(int fd, Deadline deadline) override {
+    return settle_timed_out_wait(fd, wait_ready(fd, false, deadline));
+  }
   void close(int fd) noexcept override {
     if (fd < 0) return;
     note_drained(fd, false);

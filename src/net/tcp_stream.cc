@@ -2,14 +2,12 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <climits>
 #include <cstdint>
 
 #include <algorithm>
 #include <string>
 
-#include "tern/base/detail/sys_calls.h"
 #include "tern/io/io.h"
 
 namespace tern::net {
@@ -54,17 +52,7 @@ Result<void> TcpStream::read_exact(std::span<std::byte> buf, Deadline deadline) 
 }
 
 Result<void> TcpStream::wait_readable(Deadline deadline) {
-  deadline = effective(deadline);
-  // The reactor's wait may be edge-triggered (epoll) or may return for an edge whose data has
-  // been read since: the socket's own state decides, before and after each wait.
-  for (;;) {
-    pollfd state = {socket_.fd(), POLLIN | POLLRDHUP, 0};
-    const int ready = tern::detail::sys.poll(&state, 1, 0);
-    if (ready > 0) return {};
-    if (ready < 0 && errno != EINTR) return fail(std::error_code(errno, std::system_category()));
-    if (ready < 0) continue;
-    if (Result<void> waited = io::wait_readable(socket_.fd(), deadline); !waited) return waited;
-  }
+  return io::wait_data(socket_.fd(), effective(deadline));
 }
 
 Result<std::size_t> TcpStream::write(std::span<const std::byte> buf, Deadline deadline) {

@@ -377,6 +377,35 @@ TEST(TcpStream, WaitReadableWaitsForDataOrTheCloseAndReadsNothing) {
   });
 }
 
+TEST(TcpStream, WaitReadableSeesDataThatCameBeforeItAndDataLeftQueued) {
+  run_on(1, [] {
+    tern::Result<Connected> pair = connect_loopback();
+    ASSERT_TRUE(pair) << pair.error().message();
+    // The request is queued before the server's first call on its fresh stream (a short
+    // session's usual order; loopback queues it before write_all returns): a wait whose
+    // deadline has already passed still sees it.
+    ASSERT_TRUE(pair->client.write_all(bytes_of("early"), patience()));
+    EXPECT_TRUE(pair->server.wait_readable(Clock::now())) << "five bytes are queued";
+    EXPECT_TRUE(pair->server.wait_readable(patience()));
+    // A read that leaves bytes queued is followed by no new edge: the wait still ends at once.
+    std::array<std::byte, 2> head;
+    ASSERT_TRUE(pair->server.read_exact(head, patience()));
+    EXPECT_EQ(text_of(head), "ea");
+    EXPECT_TRUE(pair->server.wait_readable(Clock::now())) << "three bytes are still queued";
+    std::array<std::byte, 64> buf;
+    tern::Result<std::size_t> n = pair->server.read(buf, patience());
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(text_of(std::span(buf).first(*n)), "rly");
+    // Queue empty: a wait with no time left reports the deadline, and nothing is lost.
+    EXPECT_EQ(error_of(pair->server.wait_readable(Clock::now())), std::errc::timed_out);
+    ASSERT_TRUE(pair->client.write_all(bytes_of("next"), patience()));
+    ASSERT_TRUE(pair->server.wait_readable(patience()));
+    n = pair->server.read(buf, patience());
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(text_of(std::span(buf).first(*n)), "next");
+  });
+}
+
 TEST(TcpDeadline, ReadTimesOutAndLosesNothing) {
   run_on(1, [] {
     tern::Result<Connected> pair = connect_loopback();

@@ -48,6 +48,10 @@ namespace tern::io {
                                    Deadline deadline = kNoDeadline);
 // Waits until fd is readable (or has an error or hang-up).
 [[nodiscard]] Result<void> wait_readable(int fd, Deadline deadline = kNoDeadline);
+// Waits until fd has bytes to read, end of stream or an error: the socket's present state
+// counts, so data that arrived before the call (read or not) never makes it wait for more.
+// Worker fiber.
+[[nodiscard]] Result<void> wait_data(int fd, Deadline deadline = kNoDeadline);
 // Waits until fd is writable (or has an error or hang-up).
 [[nodiscard]] Result<void> wait_writable(int fd, Deadline deadline = kNoDeadline);
 // Wakes every fiber of this worker waiting on fd (their operations end with
