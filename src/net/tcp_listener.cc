@@ -1,6 +1,8 @@
 #include "tern/net/tcp_listener.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -40,6 +42,10 @@ Result<TcpListener> TcpListener::bind(const Address& address, const ListenOption
     if (options.reuse_port) {
       if (Result<void> r = socket->set_option(SOL_SOCKET, SO_REUSEPORT, 1); !r)
         return failed("SO_REUSEPORT on", r.error());
+    }
+    if (options.nodelay) {
+      if (Result<void> r = socket->set_option(IPPROTO_TCP, TCP_NODELAY, 1); !r)
+        return failed("TCP_NODELAY on", r.error());
     }
   }
   if (::bind(socket->fd(), address.data(), address.length()) != 0)

@@ -534,6 +534,38 @@ TEST(TcpListener, DefaultBacklogIsTheKernelsLimit) {
   });
 }
 
+// TCP_NODELAY of a connection the listener accepted (0 or 1).
+int nodelay_of(const TcpStream& stream) {
+  int on = -1;
+  socklen_t size = sizeof on;
+  EXPECT_EQ(::getsockopt(stream.fd(), IPPROTO_TCP, TCP_NODELAY, &on, &size), 0);
+  return on;
+}
+
+TEST(TcpListener, NodelayOnTheListenerComesWithEveryAcceptedConnection) {
+  run_on(1, [] {
+    for (const bool nodelay : {true, false}) {
+      tern::Result<TcpListener> listener =
+          TcpListener::bind(Address::loopback(0), ListenOptions{.nodelay = nodelay});
+      ASSERT_TRUE(listener) << listener.error().message();
+      for (int i = 0; i < 3; ++i) {
+        tern::Result<TcpStream> client = TcpStream::connect(*listener->local_address(), patience());
+        ASSERT_TRUE(client) << client.error().message();
+        tern::Result<TcpStream> accepted = listener->accept(patience());
+        ASSERT_TRUE(accepted) << accepted.error().message();
+        EXPECT_EQ(nodelay_of(*accepted), nodelay ? 1 : 0) << "connection " << i;
+        // The option changes nothing else: the connection carries bytes both ways.
+        ASSERT_TRUE(client->write_all(bytes_of("ping"), patience()));
+        std::array<std::byte, 4> got;
+        ASSERT_TRUE(accepted->read_exact(got, patience()));
+        ASSERT_TRUE(accepted->write_all(got, patience()));
+        ASSERT_TRUE(client->read_exact(got, patience()));
+        EXPECT_EQ(text_of(got), "ping");
+      }
+    }
+  });
+}
+
 TEST(TcpDeadline, ConnectTimesOutWhenTheBacklogIsFull) {
   run_on(1, [] {
     // With a backlog of 0 the kernel queues one connection and drops later SYNs, so those

@@ -117,7 +117,7 @@ void serve_connection(net::TcpStream& stream, const EchoConfig& config) {
   // An idle connection costs no read buffer: take one only once the first bytes (or the peer's
   // close) are there. Under --idle-timeout the wait times out like a read.
   if (!stream.wait_readable()) return;
-  (void)stream.set_nodelay();
+  // TCP_NODELAY came with the connection from the listener (ServerOptions::listen.nodelay).
   switch (config.mode) {
     case EchoMode::echo:
       if (config.stack_mode == StackMode::shared) return echo_stream_lean(stream, config.buf);

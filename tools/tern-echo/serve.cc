@@ -37,6 +37,7 @@ int run_server(const EchoConfig& config) {
   options.progress_interval = config.progress_interval;
   options.name = std::string("echo-") + to_string(config.mode);
   options.stack_mode = config.stack_mode;
+  options.listen.nodelay = true;  // every mode answers small messages at once
   if (!config.tls_cert.empty()) return run_tls_server(config, options);
   net::TcpServer server(options,
                         [&config](net::TcpStream& stream) { serve_connection(stream, config); });

@@ -27,9 +27,9 @@ int run_tls_server(const EchoConfig& config, const net::ServerOptions& options) 
   }
   const std::size_t buf = config.buf;
   tls::TlsServer server(*context, {.tcp = options}, [buf](tls::TlsStream& stream) {
-    // As the plaintext modes: a small reply must not wait for the ACK of the one before it
-    // (after the handshake's last flight, Nagle would hold the first reply for a delayed ACK).
-    (void)stream.tcp().set_nodelay();
+    // TCP_NODELAY came from the listener (options.listen.nodelay), as in the plaintext modes: a
+    // small reply must not wait for the ACK of the one before it (after the handshake's last
+    // flight, Nagle would hold the first reply for a delayed ACK).
     const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf);
     if (tls::echo(stream, std::span(storage.get(), buf))) (void)stream.shutdown();
   });
