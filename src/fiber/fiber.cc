@@ -15,6 +15,9 @@ namespace detail {
 
 namespace {
 
+// A wake's result, copied rather than built: std::error_code() calls system_category().
+const std::error_code kNoError{};
+
 // The calling worker's scheduler, when the caller is one of its fibers; else ends the program
 // naming the public function (`operation`) and what to do instead.
 Scheduler* current_scheduler_or_die(const char* operation) {
@@ -49,7 +52,7 @@ bool claim(Waiter& w) noexcept {
 void wake(Waiter& w) noexcept {
   FiberControl* fiber = w.fiber;
   w.fired = true;
-  fiber->wake_result = {};
+  fiber->wake_result = kNoError;
   fiber->scheduler->make_ready(fiber);
 }
 
@@ -117,13 +120,11 @@ Fiber& Fiber::operator=(Fiber&& other) noexcept {
   return *this;
 }
 
-Fiber::~Fiber() {
-  if (control_ != nullptr) {
-    TERN_FATAL(
-        "the handle of fiber '{}' (id {}) was destroyed while joinable; call join() or detach() "
-        "first",
-        control_->name, control_->id);
-  }
+void Fiber::destroyed_joinable() const noexcept {
+  TERN_FATAL(
+      "the handle of fiber '{}' (id {}) was destroyed while joinable; call join() or detach() "
+      "first",
+      control_->name, control_->id);
 }
 
 void Fiber::check_owner([[maybe_unused]] const char* operation) const {
@@ -196,8 +197,9 @@ void set_name(std::string_view name) noexcept {
 }
 
 void yield() noexcept {
-  detail::FiberControl* self = detail::current_fiber("tern::this_fiber::yield");
-  self->scheduler->yield();
+  // The worker's scheduler at hand: the yielding fiber's own pointer to it would be one more
+  // load on the way to the switch.
+  detail::current_scheduler_or_die("tern::this_fiber::yield")->yield();
 }
 
 Result<void> sleep_until(Deadline deadline) {

@@ -31,11 +31,11 @@ using FiberLocals = std::vector<std::pair<void*, void (*)(void*)>>;
 struct FiberControl {
   ContextHandle context = nullptr;
   Scheduler* scheduler = nullptr;
-  ListHook run_hook;      // in the scheduler's run queue
-  ListHook waiting_hook;  // in the scheduler's list of interruptible waits
-  ListHook all_hook;      // in the scheduler's list of live fibers
-  MpscNode remote_hook;   // in the scheduler's queue of wakes from other threads
-  TimerNode timer;        // the deadline of the current wait
+  FiberControl* run_next = nullptr;  // the next fiber in the run queue or the spare fibers
+  ListHook waiting_hook;             // in the scheduler's list of interruptible waits
+  ListHook all_hook;                 // in the scheduler's list of live fibers
+  MpscNode remote_hook;              // in the scheduler's queue of wakes from other threads
+  TimerNode timer;                   // the deadline of the current wait
   std::atomic<std::uint32_t> claim{0};
   std::error_code wake_result;
   FiberState state = FiberState::ready;

@@ -34,6 +34,9 @@ prof::Counter idle_polls_cut(
     "Idle polls a worker ended early or never began, sleeping instead, because other runnable "
     "threads wanted every CPU");
 
+// A wake's result, copied rather than built: std::error_code() calls system_category().
+const std::error_code kNoError{};
+
 bool claim_fiber(FiberControl* fiber) noexcept {
   std::uint32_t expected = 0;
   return fiber->claim.compare_exchange_strong(expected, 1, std::memory_order_acq_rel,
@@ -100,6 +103,7 @@ Scheduler::Scheduler(RuntimeState* runtime, std::size_t index, std::unique_ptr<P
 }
 
 Scheduler::~Scheduler() {
+  release_spare_fibers();
   if (copier_stack_.mapping != nullptr) {
     sanitizer_destroy(copier_.sanitizer);
     unmap_stack(copier_stack_);
@@ -249,6 +253,31 @@ void Scheduler::name_new_fiber(FiberControl& fiber, const FiberOptions& options)
   fiber.id = next_id_++;
   const std::size_t name_length = std::min(options.name.size(), sizeof fiber.name - 1);
   if (name_length > 0) std::memcpy(fiber.name, options.name.data(), name_length);
+  fiber.name[name_length] = '\0';  // a spare fiber's block holds its last name
+}
+
+FiberControl* Scheduler::take_spare_fiber(std::size_t stack_size) noexcept {
+  FiberControl* fiber = spare_fibers_;
+  if (fiber == nullptr || fiber->stack.size != stack_size_for(stack_size)) return nullptr;
+  spare_fibers_ = fiber->run_next;
+  --spare_count_;
+  // What a finished fiber's block may still hold from its last run; everything else is back
+  // at its initial value once a fiber finishes (no wait armed or queued, no entry, no
+  // fiber-locals, unlinked hooks). wake_result is written by every wake before it is read.
+  fiber->claim.store(0, std::memory_order_relaxed);
+  fiber->interrupt_requested = false;
+  fiber->joiner = nullptr;
+  return fiber;
+}
+
+void Scheduler::release_spare_fibers() noexcept {
+  while (FiberControl* fiber = spare_fibers_) {
+    spare_fibers_ = fiber->run_next;
+    const Stack stack = fiber->stack;
+    fiber->~FiberControl();
+    stacks_.give(stack);
+  }
+  spare_count_ = 0;
 }
 
 Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
@@ -256,21 +285,27 @@ Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size
   free_finished();  // its stack is the warmest one to reuse
   if (options.stack_mode == StackMode::shared) [[unlikely]]
     return create_shared_fiber(options, entry_size, entry_align);
-  Result<Stack> stack = stacks_.take(options.stack_size);
-  if (!stack) return fail(stack.error());
-  const auto base = reinterpret_cast<std::uintptr_t>(stack->base);
-  const auto top = base + stack->size;
-  const auto control_at = align_down(top - sizeof(FiberControl),
-                                     alignof(FiberControl) > 64 ? alignof(FiberControl) : 64);
-  const auto entry_at = align_down(control_at - entry_size, std::max<std::size_t>(entry_align, 16));
-  TERN_ASSERT(entry_at > base + stack->size / 2,
+  // The control block sits at the top of the stack, the entry right below it.
+  FiberControl* fiber = take_spare_fiber(options.stack_size);
+  if (fiber == nullptr) {
+    Result<Stack> stack = stacks_.take(options.stack_size);
+    if (!stack) return fail(stack.error());
+    const auto top = reinterpret_cast<std::uintptr_t>(stack->base) + stack->size;
+    const auto control_at = align_down(top - sizeof(FiberControl),
+                                       alignof(FiberControl) > 64 ? alignof(FiberControl) : 64);
+    fiber = ::new (reinterpret_cast<void*>(control_at)) FiberControl;
+    fiber->scheduler = this;
+    fiber->stack = *stack;
+  }
+  const Stack& stack = fiber->stack;
+  const auto base = reinterpret_cast<std::uintptr_t>(stack.base);
+  const auto entry_at = align_down(reinterpret_cast<std::uintptr_t>(fiber) - entry_size,
+                                   std::max<std::size_t>(entry_align, 16));
+  TERN_ASSERT(entry_at > base + stack.size / 2,
               "tern::spawn: the callable is larger than half the fiber's stack");
-  auto* fiber = ::new (reinterpret_cast<void*>(control_at)) FiberControl;
-  fiber->scheduler = this;
-  fiber->stack = *stack;
   name_new_fiber(*fiber, options);
-  fiber->context = make_context(stack->base, entry_at - base, &Scheduler::fiber_main);
-  sanitizer_create(fiber->sanitizer, stack->base, stack->size);
+  fiber->context = make_context(stack.base, entry_at - base, &Scheduler::fiber_main);
+  sanitizer_create(fiber->sanitizer, stack.base, stack.size);
   return FiberSlot{fiber, reinterpret_cast<void*>(entry_at)};
 }
 
@@ -288,8 +323,14 @@ void Scheduler::abandon_fiber(FiberControl* fiber) noexcept {
     free_shared_fiber(fiber);
     return;
   }
-  const Stack stack = fiber->stack;
   sanitizer_destroy(fiber->sanitizer);
+  if (spare_count_ < kMaxSpareFibers) {  // kept whole: the next spawn reuses it as it is
+    fiber->run_next = spare_fibers_;
+    spare_fibers_ = fiber;
+    ++spare_count_;
+    return;
+  }
+  const Stack stack = fiber->stack;
   fiber->~FiberControl();
   stacks_.give(stack);
 }
@@ -335,7 +376,7 @@ void Scheduler::wake_joiner(Waiter& joiner) noexcept {
   if (fiber->claim.load(std::memory_order_relaxed) != 0) return;
   fiber->claim.store(1, std::memory_order_relaxed);
   joiner.fired = true;
-  fiber->wake_result = {};
+  fiber->wake_result = kNoError;
   fiber->state = FiberState::ready;
   push_ready(fiber);
 }
@@ -351,6 +392,11 @@ void Scheduler::report_parking_with_mutex(const FiberControl* self) const {
 std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool interruptible) {
   TERN_ASSERT(self == running_ && !self->is_main, "tern: wait() outside a worker fiber");
   check_can_park(self);
+  if (deadline == kNoDeadline && !interruptible) {  // join: only a waker ends this wait
+    self->state = FiberState::waiting;
+    suspend();
+    return self->wake_result;
+  }
   bool claimed_elsewhere = false;
   if (interruptible && (self->interrupt_requested || stop_requested())) {
     if (claim_fiber(self)) {

@@ -10,6 +10,7 @@
 
 #include "debug_checks.h"
 #include "fiber_control.h"
+#include "run_queue.h"
 #include "shared_stack.h"
 #include "spare_cpu.h"
 #include "stack.h"
@@ -98,7 +99,9 @@ class Scheduler {
   // Runs next in place of the running fiber. Without a sanitizer nothing follows the switch, so
   // the compiler makes it a tail call: a yield's return address is then its caller's, and the
   // switch resumes the other fiber's call site by a predicted jump (arch/switch_x86_64.S).
-  void switch_to(FiberControl* next) noexcept;
+  void switch_to(FiberControl* next) noexcept { switch_from(running_, next); }
+  // switch_to with the running fiber at hand (`prev`), which saves reloading it.
+  void switch_from(FiberControl* prev, FiberControl* next) noexcept;
   // Gives a fiber being created its id (from this worker's block of ids) and its name.
   void name_new_fiber(FiberControl& fiber, const FiberOptions& options);
   // Shared stacks (scheduler_shared.cc).
@@ -119,7 +122,11 @@ class Scheduler {
   [[noreturn]] void finish_running() noexcept;
   // Wakes the fiber joining the finishing one, unless a deadline or interrupt claimed it.
   void wake_joiner(Waiter& joiner) noexcept;
-  void push_ready(FiberControl* fiber) noexcept { run_queue_.push_back(*fiber); }
+  void push_ready(FiberControl* fiber) noexcept { run_queue_.push_back(fiber); }
+  // A finished fiber kept whole for the next spawn, or nullptr (see abandon_fiber).
+  FiberControl* take_spare_fiber(std::size_t stack_size) noexcept;
+  // Gives the stacks of the spare fibers back to the stack pool.
+  void release_spare_fibers() noexcept;
   std::size_t take_remote_work();
   void fire_timers();
   // Publishes timers_.size() for timers_pending() after the heap changed.
@@ -151,6 +158,9 @@ class Scheduler {
 
   // How many fiber-to-fiber switches may pass before the main context gets a turn.
   static constexpr std::uint32_t kSwitchesPerRound = 64;
+  // How many finished fibers a worker keeps whole (control block, stack and guard) for the
+  // next spawn; more go back to the stack pool as bare stacks.
+  static constexpr std::uint32_t kMaxSpareFibers = 64;
 
   static constinit thread_local Scheduler* current_scheduler;
 
@@ -159,14 +169,18 @@ class Scheduler {
   std::unique_ptr<Parker> parker_;
   FiberControl main_;
   FiberControl* running_ = &main_;
+  // Whether a shared-stack fiber was ever made here: until then a switch tests nothing else.
+  bool shared_stack_used_ = false;
   FiberControl* finished_ = nullptr;  // see free_finished()
-  IntrusiveList<FiberControl, &FiberControl::run_hook> run_queue_;
+  RunQueue run_queue_;
   IntrusiveList<FiberControl, &FiberControl::waiting_hook> interruptible_;
   IntrusiveList<FiberControl, &FiberControl::all_hook> live_;
   MpscQueue remote_fibers_;
   MpscQueue remote_tasks_;
   TimerHeap timers_;
   StackPool stacks_;
+  FiberControl* spare_fibers_ = nullptr;  // linked through run_next, the latest first
+  std::uint32_t spare_count_ = 0;
   SharedStack shared_stack_;
   // The context that copies frames off and onto the shared stack between two of its fibers.
   FiberControl copier_;
@@ -197,9 +211,8 @@ class Scheduler {
 
 // yield, suspend and switch_to are the path of every switch: inline, so that this_fiber::yield
 // is one function that ends in a jump to the context switch.
-inline void Scheduler::switch_to(FiberControl* next) noexcept {
-  FiberControl* prev = running_;
-  if (prev->on_shared_stack || next->on_shared_stack) [[unlikely]] {
+inline void Scheduler::switch_from(FiberControl* prev, FiberControl* next) noexcept {
+  if (shared_stack_used_ && (prev->on_shared_stack || next->on_shared_stack)) [[unlikely]] {
     switch_shared(prev, next);
     return;
   }
@@ -225,12 +238,21 @@ inline void Scheduler::suspend() noexcept {
   switch_to(next);
 }
 
+// A yield hands the worker straight to the first ready fiber and queues itself behind the
+// others in the same step (RunQueue::rotate), with the same turns for the worker's loop (one
+// switch in kSwitchesPerRound) as every other switch.
 inline void Scheduler::yield() noexcept {
   FiberControl* self = running_;
   check_can_park(self);
+  if (++switch_ticks_ % kSwitchesPerRound == 0) [[unlikely]] {
+    self->state = FiberState::ready;
+    push_ready(self);
+    switch_from(self, &main_);
+    return;
+  }
+  if (run_queue_.empty()) return;  // nobody else is ready: go on running
   self->state = FiberState::ready;
-  push_ready(self);
-  suspend();
+  switch_from(self, run_queue_.rotate(self));
 }
 
 template <typename Fn>

@@ -52,6 +52,7 @@ Result<FiberSlot> Scheduler::create_shared_fiber(const FiberOptions& options,
   auto* fiber = ::new (block) FiberControl;
   fiber->scheduler = this;
   fiber->on_shared_stack = true;
+  shared_stack_used_ = true;
   fiber->stack = shared_stack_.stack();  // not owned: for the stack overflow report
   name_new_fiber(*fiber, options);
   // context stays null until the fiber first runs: SharedStack::load builds its first frame.

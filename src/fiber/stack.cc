@@ -16,11 +16,6 @@ namespace {
 
 constexpr std::size_t kGuardPages = 2;
 
-std::size_t page_size() noexcept {
-  static const std::size_t size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  return size;
-}
-
 // Lightweight guards keep one VMA per stack (or fewer: the kernel merges neighbours), so
 // hundreds of thousands of fibers stay under vm.max_map_count; older kernels get mprotect.
 std::atomic<bool> lightweight_guards{true};
@@ -34,12 +29,6 @@ bool install_guard(void* addr, std::size_t len) noexcept {
 }
 
 }  // namespace
-
-std::size_t stack_size_for(std::size_t requested) noexcept {
-  const std::size_t page = page_size();
-  if (requested < 4 * page) requested = 4 * page;
-  return (requested + page - 1) & ~(page - 1);
-}
 
 Result<Stack> map_stack(std::size_t size) {
   Stack stack;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <unistd.h>
+
 #include <cstddef>
 #include <vector>
 
@@ -24,8 +26,19 @@ Result<Stack> map_stack(std::size_t size);
 // Unmaps a stack returned by map_stack. Any thread.
 void unmap_stack(const Stack& stack) noexcept;
 
-// The rounded usable size map_stack gives for a requested size. Any thread.
-std::size_t stack_size_for(std::size_t requested) noexcept;
+// The system's page size. Any thread.
+inline std::size_t page_size() noexcept {
+  static const auto size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+// The rounded usable size map_stack gives for a requested size (inline: every spawn asks it).
+// Any thread.
+inline std::size_t stack_size_for(std::size_t requested) noexcept {
+  const std::size_t page = page_size();
+  if (requested < 4 * page) requested = 4 * page;
+  return (requested + page - 1) & ~(page - 1);
+}
 
 // A per-thread cache of unmapped-on-demand stacks, so that creating and destroying fibers in
 // steady state makes no system call. The default bound covers a server running a thousand calls

@@ -108,6 +108,62 @@ TEST(Yield, AlternatesFibersOnOneWorker) {
   });
 }
 
+TEST(Yield, ThreeFibersTakeTurnsInOrder) {
+  // A yield hands the worker to the first ready fiber and queues the yielder behind every
+  // other ready fiber: with three, each runs once per round, in the order they were spawned.
+  on_one_worker([] {
+    std::vector<int> trace;
+    auto body = [&trace](int who) {
+      for (int i = 0; i < 4; ++i) {
+        trace.push_back(who);
+        tern::this_fiber::yield();
+      }
+    };
+    tern::Fiber a = tern::spawn([&] { body(1); });
+    tern::Fiber b = tern::spawn([&] { body(2); });
+    tern::Fiber c = tern::spawn([&] { body(3); });
+    a.join();
+    b.join();
+    c.join();
+    EXPECT_EQ(trace, (std::vector<int>{1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3}));
+  });
+}
+
+TEST(Yield, BusyYieldersLeaveTheWorkerLoopItsTurnEvery64Switches) {
+  // Two fibers that only yield to each other must not starve the worker's loop, which takes
+  // in posted work, fires timers and polls for I/O: it gets the worker once in 64 switches.
+  // A task this worker posts to itself runs only after such a turn, so it must have run
+  // after at most 32 round trips of the two yielders (plus the switches around the turn).
+  on_one_worker([] {
+    bool posted_ran = false;
+    bool other_stop = false;
+    tern::Fiber other = tern::spawn([&] {
+      while (!other_stop) tern::this_fiber::yield();
+    });
+    tern::this_fiber::yield();  // the other fiber is up and yielding
+    ASSERT_TRUE(tern::post(0, [&posted_ran] { posted_ran = true; }));
+    int yields = 0;
+    while (!posted_ran && yields < 1000) {
+      tern::this_fiber::yield();
+      ++yields;
+    }
+    EXPECT_TRUE(posted_ran);
+    EXPECT_LE(yields, 34) << "the loop's turn came late";
+    // A timer fires while both keep yielding, too.
+    bool slept = false;
+    tern::Fiber sleeper = tern::spawn([&slept] {
+      EXPECT_TRUE(tern::this_fiber::sleep_for(1ms));
+      slept = true;
+    });
+    const auto give_up = tern::Clock::now() + 10s;
+    while (!slept && tern::Clock::now() < give_up) tern::this_fiber::yield();
+    EXPECT_TRUE(slept) << "a timer did not fire while two fibers kept yielding";
+    other_stop = true;
+    other.join();
+    sleeper.join();
+  });
+}
+
 TEST(Yield, AloneReturnsAtOnce) {
   on_one_worker([] {
     for (int i = 0; i < 1000; ++i) tern::this_fiber::yield();
@@ -190,6 +246,50 @@ TEST(ThisFiber, IdsAreUniqueAndNamesAreKept) {
     EXPECT_EQ(child_id, handle_id);
     EXPECT_NE(child_id, main_id);
     EXPECT_EQ(child_name, "worker-a|renamed-with-a-name-longer-than");
+  });
+}
+
+TEST(Spawn, AReusedFiberStartsWithNothingOfTheLastOne) {
+  // A finished fiber's control block and stack are kept for the next spawn: nothing of the
+  // last fiber's name, pending interrupt or fiber-locals may show in the next one.
+  static tern::FiberLocal<int> local;
+  on_one_worker([] {
+    std::uint64_t first_id = 0;
+    tern::Fiber first = tern::spawn(
+        [&first_id] {
+          first_id = tern::this_fiber::id();
+          *local = 7;
+          tern::this_fiber::set_name("first-fiber-long-name");
+          tern::this_fiber::yield();  // the interrupt comes in here and is never seen
+        },
+        {.name = "first"});
+    tern::this_fiber::yield();
+    first.interrupt();
+    first.join();
+    for (int i = 0; i < 3; ++i) {
+      std::uint64_t id = 0;
+      std::string name = "unset";
+      bool stop_requested = true;
+      int local_value = -1;
+      tern::Result<void> slept = tern::fail(std::errc::invalid_argument);
+      tern::Fiber next = tern::spawn(
+          [&] {
+            id = tern::this_fiber::id();
+            name = std::string(tern::this_fiber::name());
+            stop_requested = tern::this_fiber::stop_requested();
+            local_value = *local;
+            *local = 9;
+            slept = tern::this_fiber::sleep_for(1ms);
+          },
+          {.name = i == 1 ? "" : "ab"});
+      next.join();
+      EXPECT_NE(id, first_id);
+      EXPECT_EQ(name, i == 1 ? "" : "ab");
+      EXPECT_FALSE(stop_requested);
+      EXPECT_EQ(local_value, 0);
+      EXPECT_TRUE(slept) << "the last fiber's interrupt reached this one: "
+                         << slept.error().message();
+    }
   });
 }
 

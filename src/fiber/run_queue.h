@@ -1,0 +1,56 @@
+#pragma once
+
+#include "fiber_control.h"
+
+namespace tern::detail {
+
+// A worker's fibers that are ready to run, first in first out: a singly linked list through
+// FiberControl::run_next, so that a push or a pop is a couple of pointer moves and a yield
+// can hand the worker on with a single step (rotate). Owner worker only.
+class RunQueue {
+ public:
+  bool empty() const noexcept { return head_ == nullptr; }
+
+  // The fiber that runs next, or nullptr.
+  FiberControl* front() const noexcept { return head_; }
+
+  // Appends fiber, which must not be queued.
+  void push_back(FiberControl* fiber) noexcept {
+    fiber->run_next = nullptr;
+    if (head_ == nullptr) {
+      head_ = fiber;
+    } else {
+      tail_->run_next = fiber;
+    }
+    tail_ = fiber;
+  }
+
+  // Removes and returns the first fiber, or nullptr.
+  FiberControl* pop_front() noexcept {
+    FiberControl* first = head_;
+    if (first != nullptr) head_ = first->run_next;
+    return first;
+  }
+
+  // Removes and returns the first fiber and appends `fiber` in its place at the back: what a
+  // yield does. The queue must not be empty. With one fiber queued (two fibers taking turns)
+  // it reads no link: the new head is `fiber` itself.
+  FiberControl* rotate(FiberControl* fiber) noexcept {
+    FiberControl* first = head_;
+    fiber->run_next = nullptr;
+    if (first == tail_) {
+      head_ = fiber;
+    } else {
+      head_ = first->run_next;
+      tail_->run_next = fiber;
+    }
+    tail_ = fiber;
+    return first;
+  }
+
+ private:
+  FiberControl* head_ = nullptr;
+  FiberControl* tail_ = nullptr;  // the last fiber while the queue is not empty
+};
+
+}  // namespace tern::detail
