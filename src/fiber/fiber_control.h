@@ -49,6 +49,7 @@ struct FiberControl {
   Waiter* joiner = nullptr;
   FiberLocals* locals = nullptr;
   Stack stack;                       // own stack, or the worker's shared stack (not owned)
+  std::size_t stack_request = 0;     // the stack size spawn asked for (FiberOptions::stack_size)
   void* saved_stack = nullptr;       // shared stack: its used part while parked (heap)
   std::uint32_t saved_size = 0;      // bytes in saved_stack
   std::uint32_t saved_capacity = 0;  // bytes allocated for saved_stack

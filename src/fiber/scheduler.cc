@@ -256,9 +256,13 @@ void Scheduler::name_new_fiber(FiberControl& fiber, const FiberOptions& options)
   fiber.name[name_length] = '\0';  // a spare fiber's block holds its last name
 }
 
-FiberControl* Scheduler::take_spare_fiber(std::size_t stack_size) noexcept {
+inline FiberControl* Scheduler::take_spare_fiber(std::size_t stack_request) noexcept {
   FiberControl* fiber = spare_fibers_;
-  if (fiber == nullptr || fiber->stack.size != stack_size_for(stack_size)) return nullptr;
+  if (fiber == nullptr) return nullptr;
+  if (fiber->stack_request != stack_request) [[unlikely]] {
+    if (fiber->stack.size != stack_size_for(stack_request)) return nullptr;
+    fiber->stack_request = stack_request;
+  }
   spare_fibers_ = fiber->run_next;
   --spare_count_;
   // What a finished fiber's block may still hold from its last run; everything else is back
@@ -267,6 +271,7 @@ FiberControl* Scheduler::take_spare_fiber(std::size_t stack_size) noexcept {
   fiber->claim.store(0, std::memory_order_relaxed);
   fiber->interrupt_requested = false;
   fiber->joiner = nullptr;
+  fiber->sanitizer = SanitizerContext{};  // ASan: the fake stack of its last park
   return fiber;
 }
 
@@ -296,6 +301,7 @@ Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size
     fiber = ::new (reinterpret_cast<void*>(control_at)) FiberControl;
     fiber->scheduler = this;
     fiber->stack = *stack;
+    fiber->stack_request = options.stack_size;
   }
   const Stack& stack = fiber->stack;
   const auto base = reinterpret_cast<std::uintptr_t>(stack.base);

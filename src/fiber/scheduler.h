@@ -124,7 +124,7 @@ class Scheduler {
   void wake_joiner(Waiter& joiner) noexcept;
   void push_ready(FiberControl* fiber) noexcept { run_queue_.push_back(fiber); }
   // A finished fiber kept whole for the next spawn, or nullptr (see abandon_fiber).
-  FiberControl* take_spare_fiber(std::size_t stack_size) noexcept;
+  FiberControl* take_spare_fiber(std::size_t stack_request) noexcept;
   // Gives the stacks of the spare fibers back to the stack pool.
   void release_spare_fibers() noexcept;
   std::size_t take_remote_work();
