@@ -120,11 +120,13 @@ Fiber& Fiber::operator=(Fiber&& other) noexcept {
   return *this;
 }
 
-void Fiber::destroyed_joinable() const noexcept {
-  TERN_FATAL(
-      "the handle of fiber '{}' (id {}) was destroyed while joinable; call join() or detach() "
-      "first",
-      control_->name, control_->id);
+Fiber::~Fiber() {
+  if (control_ != nullptr) {
+    TERN_FATAL(
+        "the handle of fiber '{}' (id {}) was destroyed while joinable; call join() or detach() "
+        "first",
+        control_->name, control_->id);
+  }
 }
 
 void Fiber::check_owner([[maybe_unused]] const char* operation) const {
