@@ -247,7 +247,7 @@ TEST(RpcStream, BidirectionalEchoesEachMessage) {
     for (std::uint32_t i = 0; i < 200; ++i) {
       ASSERT_TRUE(stream.write(item(i, "chat " + std::to_string(i))).ok());
       tern::rpc::Result<bool> got = stream.read(reply);
-      ASSERT_TRUE(got && *got);
+      ASSERT_TRUE(got && *got) << (got ? "the stream ended" : got.error().to_string());
       ASSERT_EQ(reply.seq(), i);
       ASSERT_EQ(reply.text(), "chat " + std::to_string(i));
     }
