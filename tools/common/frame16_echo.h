@@ -55,13 +55,17 @@ class Frame16Echo {
       if (header_.ver != kHeader16Version ||
           (!echo && header_.cmd != static_cast<std::uint16_t>(Command::discard)))
         return {Verdict::bad_header, 0};
+      // The header and as much of its payload as this read brought go in one step: one range
+      // and one pass of the loop per message, where small pipelined messages arrive whole.
+      const std::size_t body = static_cast<std::size_t>(
+          std::min<std::uint64_t>(header_.len, bytes.size() - at - kHeader16Size));
       if (echo) {
         store_header16_ack(raw, header_.syn);
-        add(replies, raw.data(), raw.size());
+        add(replies, raw.data(), kHeader16Size + body);
       }
       echo_body_ = echo;
-      body_left_ = header_.len;
-      at += kHeader16Size;
+      body_left_ = header_.len - body;
+      at += kHeader16Size + body;
     }
     return {Verdict::more, 0};
   }
