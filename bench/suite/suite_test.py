@@ -516,7 +516,7 @@ def stream_run(server, tps, round_number, streams=100, cpu=50.0):
 
 class StreamTableTest(unittest.TestCase):
     def test_tern_streams_on_one_connection_against_grpc_stream_client(self):
-        cells = tables.stream_cells(1000, True)
+        cells = tables.stream_cells(1.0, True)
         self.assertEqual({c["table"] for c in cells}, {"stream"})
         self.assertEqual({c["server"] for c in cells},
                          {"tern", "tern-uring", "grpc-sync", "grpc-callback"})
@@ -532,8 +532,14 @@ class StreamTableTest(unittest.TestCase):
             else:
                 self.assertEqual(cell["client"], "peer-stream")
             self.assertFalse(run.idle_poll_args(cell["server"]))
-        quick = tables.stream_cells(1000, False)
+        quick = tables.stream_cells(0.5, False)
         self.assertEqual({c["server"] for c in quick}, {"tern", "tern-uring", "grpc-callback"})
+
+    def test_each_side_streams_for_about_the_same_time(self):
+        for cell in tables.in_rounds(tables.all_cells(False, 2.0, ["stream"]), 3):
+            messages = int(cell["args"][cell["args"].index("-n") + 1])
+            rate = tables.STREAM_RATES["tern" if cell["server"].startswith("tern") else "grpc"]
+            self.assertAlmostEqual(messages / rate, 0.5, delta=0.05)
 
     def test_only_stream_selects_the_stream_table(self):
         cells = tables.all_cells(False, 3.0, ["stream"])
