@@ -30,6 +30,18 @@ using tern::detail::WaitList;
 
 constexpr int kMaxEvents = 256;
 
+// A recv parked for readiness that the reactor performs itself when the edge arrives, so the
+// receives of one epoll_wait run back to back in the loop (as io_uring completes them in one
+// io_uring_enter) instead of one per fiber between its other work. Lives on the parked fiber's
+// stack, as does the buffer (never used with stacks that park off their memory).
+struct PendingRecv {
+  void* buf = nullptr;
+  std::size_t len = 0;
+  bool done = false;  // the reactor received: result or error holds the outcome
+  ssize_t result = 0;
+  int error = 0;
+};
+
 // What the reactor knows about one fd.
 struct FdState {
   bool registered = false;
@@ -77,14 +89,23 @@ class EpollReactor final : public Reactor {
     // After a read that emptied a stream socket's queue, unless an edge has arrived since, the
     // next read would only fail with EAGAIN, so wait for the edge first (this saves a system
     // call per message in request/reply traffic).
+    // The wait hands the reactor the buffer: the edge's dispatch receives into it.
+    PendingRecv pending{.buf = buf, .len = len};
     if (flags == 0 && known != nullptr && known->stream_socket && known->drained &&
         !known->readable && !known->irregular) {
-      if (Result<void> ready = wait_ready(fd, false, deadline); !ready) return fail(ready.error());
+      const bool on_stack = !tern::detail::parks_off_stack();
+      if (Result<void> ready = wait_ready(fd, false, deadline, on_stack ? &pending : nullptr);
+          !ready)
+        return fail(ready.error());
     }
-    Result<std::size_t> n = retry(fd, false, deadline, [&] {
-      return ask_left ? recv_reporting_left(fd, buf, len, left)
-                      : tern::detail::sys.recv(fd, buf, len, flags);
-    });
+    Result<std::size_t> n =
+        pending.done
+            ? (pending.result >= 0 ? Result<std::size_t>(static_cast<std::size_t>(pending.result))
+                                   : Result<std::size_t>(fail(errno_code(pending.error))))
+            : retry(fd, false, deadline, [&] {
+                return ask_left ? recv_reporting_left(fd, buf, len, left)
+                                : tern::detail::sys.recv(fd, buf, len, flags);
+              });
     const bool emptied = recv_emptied_queue(flags, n, len, left == 0);
     FdState* state = registered_state(fd);
     // A first read that emptied an unregistered socket's queue (a fresh connection's first
@@ -128,6 +149,11 @@ class EpollReactor final : public Reactor {
   }
 
   Result<void> wait_ready(int fd, bool writable, Deadline deadline) override {
+    return wait_ready(fd, writable, deadline, nullptr);
+  }
+
+  // wait_ready, handing a reader's buffer to the edge's dispatch when `pending` is set.
+  Result<void> wait_ready(int fd, bool writable, Deadline deadline, PendingRecv* pending) {
     if (Result<void> registered = register_fd(fd); !registered) return registered;
     FdState& state = *states_[fd];
     bool& ready = writable ? state.writable : state.readable;
@@ -140,6 +166,7 @@ class EpollReactor final : public Reactor {
     const tern::detail::ParkedNode<Waiter> node(tern::detail::parks_off_stack());
     Waiter& waiter = *node;
     waiter.fiber = tern::detail::current_fiber("tern::io");
+    waiter.slot = pending;
     tern::detail::begin_wait(waiter.fiber);
     WaitList& queue = writable ? state.writers : state.readers;
     queue.push_back(waiter);
@@ -303,11 +330,36 @@ class EpollReactor final : public Reactor {
     if (event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) state.irregular = true;
     if (event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
       state.drained = false;  // an edge arrived: the next recv must try
-      if (!wake_waiters(state.readers)) state.readable = true;
+      if (!wake_readers(fd, state.readers)) state.readable = true;
     }
     if (event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
       if (!wake_waiters(state.writers)) state.writable = true;
     }
+  }
+
+  // wake_waiters for the readers of fd: the first claimed one that parked in recv gets its
+  // bytes (or the error) from a receive made here; the others try their own calls.
+  static bool wake_readers(int fd, WaitList& queue) {
+    if (queue.empty()) return false;
+    WaitList claimed;
+    tern::detail::claim_all(queue, claimed);
+    if (Waiter* first = claimed.front(); first != nullptr && first->slot != nullptr) {
+      PendingRecv& pending = *static_cast<PendingRecv*>(first->slot);
+      ssize_t n;
+      do {
+        n = tern::detail::sys.recv(fd, pending.buf, pending.len, 0);
+      } while (n < 0 && errno == EINTR);
+      if (n >= 0) {
+        pending.done = true;
+        pending.result = n;
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        pending.done = true;
+        pending.result = -1;
+        pending.error = errno;
+      }  // nothing there after all (a stale edge): the reader tries once more itself
+    }
+    tern::detail::wake_all(claimed);
+    return true;
   }
 
   // Wakes every waiter in queue; returns whether there was one.

@@ -250,6 +250,139 @@ TEST(ReadWrite, ReadsAfterAShortReadTakeBytesQueuedBeforeOrAfterThem) {
   });
 }
 
+// A reader that parks after a short read (the queue is empty) has the next bytes received for
+// it where the edge is handled on epoll, and by the kernel on io_uring. What else can end such a
+// wait must reach it the same way: the peer's end of stream, a reset, a deadline, an interrupt.
+// Each case parks the reader after a short read before the peer acts.
+struct ParkedReader {
+  TcpPair pair;
+  std::error_code error;
+  std::size_t got = 0;
+  bool done = false;
+  tern::Fiber fiber;
+
+  // Starts the reader: one short read of "first", then a read that parks.
+  explicit ParkedReader(tern::Deadline second_deadline = tern::Clock::now() + 10s) {
+    EXPECT_TRUE(tern::io::send(pair.fds[0], bytes_of("first")));
+    fiber = tern::spawn([this, second_deadline] {
+      std::array<std::byte, 64> buffer;
+      tern::Result<std::size_t> n =
+          tern::io::recv(pair.fds[1], buffer, 0, tern::Clock::now() + 10s);
+      EXPECT_TRUE(n && *n == 5);
+      n = tern::io::recv(pair.fds[1], buffer, 0, second_deadline);
+      if (n)
+        got = *n;
+      else
+        error = n.error();
+      done = true;
+    });
+    // Until the reader took "first" and parked in its second read.
+    const tern::Deadline give_up = tern::Clock::now() + 10s;
+    for (int turns = 0; turns < 4 || !queue_empty(); ++turns) {
+      if (tern::Clock::now() > give_up) break;
+      tern::this_fiber::yield();
+    }
+    EXPECT_TRUE(queue_empty()) << "the reader did not take its first message";
+  }
+  bool queue_empty() const {
+    char byte;
+    return ::recv(pair.fds[1], &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+  }
+};
+
+TEST(ParkedRead, ReceivesBytesThatArriveLater) {
+  on_workers(1, [] {
+    ParkedReader reader;
+    ASSERT_FALSE(reader.done);
+    ASSERT_TRUE(tern::io::send(reader.pair.fds[0], bytes_of("second!")));
+    reader.fiber.join();
+    EXPECT_FALSE(reader.error) << reader.error.message();
+    EXPECT_EQ(reader.got, 7u);
+  });
+}
+
+TEST(ParkedRead, SeesTheEndOfTheStream) {
+  on_workers(1, [] {
+    ParkedReader reader;
+    ASSERT_FALSE(reader.done);
+    ASSERT_EQ(::shutdown(reader.pair.fds[0], SHUT_WR), 0);
+    reader.fiber.join();
+    EXPECT_FALSE(reader.error) << reader.error.message();
+    EXPECT_EQ(reader.got, 0u);
+  });
+}
+
+TEST(ParkedRead, SeesAReset) {
+  on_workers(1, [] {
+    ParkedReader reader;
+    ASSERT_FALSE(reader.done);
+    const linger abort_on_close = {.l_onoff = 1, .l_linger = 0};
+    ASSERT_EQ(::setsockopt(reader.pair.fds[0], SOL_SOCKET, SO_LINGER, &abort_on_close,
+                           sizeof abort_on_close),
+              0);
+    tern::io::close(reader.pair.fds[0]);
+    reader.pair.fds[0] = -1;
+    reader.fiber.join();
+    EXPECT_EQ(reader.error, std::errc::connection_reset) << reader.error.message();
+  });
+}
+
+TEST(ParkedRead, TimesOutAndLosesNothing) {
+  on_workers(1, [] {
+    ParkedReader reader(tern::Clock::now() + 50ms);
+    reader.fiber.join();
+    EXPECT_EQ(reader.error, std::errc::timed_out);
+    ASSERT_TRUE(tern::io::send(reader.pair.fds[0], bytes_of("later")));
+    std::array<std::byte, 64> buffer;
+    tern::Result<std::size_t> n =
+        tern::io::recv(reader.pair.fds[1], buffer, 0, tern::Clock::now() + 10s);
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(buffer.data()), *n), "later");
+  });
+}
+
+TEST(ParkedRead, AnInterruptEndsItAndLosesNothing) {
+  on_workers(1, [] {
+    ParkedReader reader;
+    ASSERT_FALSE(reader.done);
+    reader.fiber.interrupt();
+    reader.fiber.join();
+    EXPECT_EQ(reader.error, std::errc::operation_canceled);
+    ASSERT_TRUE(tern::io::send(reader.pair.fds[0], bytes_of("later")));
+    std::array<std::byte, 64> buffer;
+    tern::Result<std::size_t> n =
+        tern::io::recv(reader.pair.fds[1], buffer, 0, tern::Clock::now() + 10s);
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(buffer.data()), *n), "later");
+  });
+}
+
+// Two fibers parked in reads of one socket: each message goes to exactly one of them.
+TEST(ParkedRead, TwoReadersOfOneSocketShareItsMessages) {
+  on_workers(1, [] {
+    ParkedReader first;
+    std::size_t second_got = 0;
+    tern::Fiber second = tern::spawn([&] {
+      std::array<std::byte, 64> buffer;
+      tern::Result<std::size_t> n =
+          tern::io::recv(first.pair.fds[1], buffer, 0, tern::Clock::now() + 10s);
+      ASSERT_TRUE(n) << n.error().message();
+      second_got = *n;
+    });
+    tern::this_fiber::yield();  // the second reader parks too
+    ASSERT_TRUE(tern::io::send(first.pair.fds[0], bytes_of("one")));
+    const tern::Deadline give_up = tern::Clock::now() + 10s;
+    while (!first.done && second_got == 0 && tern::Clock::now() < give_up)
+      tern::this_fiber::yield();
+    ASSERT_TRUE(tern::io::send(first.pair.fds[0], bytes_of("three")));
+    first.fiber.join();
+    second.join();
+    EXPECT_FALSE(first.error) << first.error.message();
+    EXPECT_EQ(first.got + second_got, 8u);
+    EXPECT_TRUE(first.got == 3 || first.got == 5) << first.got;
+  });
+}
+
 TEST(Deadline, ReadTimesOutAndLosesNothing) {
   on_workers(1, [] {
     SocketPair pair;
