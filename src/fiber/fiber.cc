@@ -8,6 +8,7 @@
 #include "stack.h"
 #include "tern/base/assert.h"
 #include "tern/fiber/detail/parked_node.h"
+#include "tern/fiber/detail/run_next.h"
 
 namespace tern {
 
@@ -101,6 +102,10 @@ void spawn_failed(const FiberOptions& options, std::error_code error) noexcept {
 }
 
 void abandon_fiber(FiberControl* fiber) noexcept { fiber->scheduler->abandon_fiber(fiber); }
+
+void start_spawned_first(bool on) noexcept {
+  current_scheduler_or_die("tern::detail::start_spawned_first")->start_spawned_first(on);
+}
 
 Fiber start_fiber(FiberControl* fiber, FiberEntry* entry) noexcept {
   fiber->scheduler->start_fiber(fiber, entry, true);

@@ -25,6 +25,13 @@ class RunQueue {
     tail_ = fiber;
   }
 
+  // Prepends fiber, which must not be queued.
+  void push_front(FiberControl* fiber) noexcept {
+    fiber->run_next = head_;
+    if (head_ == nullptr) tail_ = fiber;
+    head_ = fiber;
+  }
+
   // Removes and returns the first fiber, or nullptr.
   FiberControl* pop_front() noexcept {
     FiberControl* first = head_;

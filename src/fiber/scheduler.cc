@@ -321,7 +321,11 @@ void Scheduler::start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinabl
   fiber->state = FiberState::ready;
   live_.push_back(*fiber);
   alive_.store(alive_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  push_ready(fiber);
+  if (spawned_first_) [[unlikely]] {
+    run_queue_.push_front(fiber);
+  } else {
+    push_ready(fiber);
+  }
 }
 
 void Scheduler::abandon_fiber(FiberControl* fiber) noexcept {

@@ -75,6 +75,8 @@ class Scheduler {
                                  std::size_t entry_align);
   void start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinable) noexcept;
   void abandon_fiber(FiberControl* fiber) noexcept;
+  // tern::detail::start_spawned_first (tern/fiber/detail/run_next.h).
+  void start_spawned_first(bool on) noexcept { spawned_first_ = on; }
   // Drops one reference; a finished fiber with none left gives its stack back.
   void release(FiberControl* fiber) noexcept;
 
@@ -173,6 +175,7 @@ class Scheduler {
   bool shared_stack_used_ = false;
   FiberControl* finished_ = nullptr;  // see free_finished()
   RunQueue run_queue_;
+  bool spawned_first_ = false;  // start_fiber queues at the front (start_spawned_first)
   IntrusiveList<FiberControl, &FiberControl::waiting_hook> interruptible_;
   IntrusiveList<FiberControl, &FiberControl::all_hook> live_;
   MpscQueue remote_fibers_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tern/base/assert.h"
+#include "tern/fiber/detail/run_next.h"
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/fiber_local.h"
@@ -37,6 +38,33 @@ TEST(Spawn, RunsTheCallableAndJoinWaitsForIt) {
     fiber.join();
     EXPECT_FALSE(fiber.joinable());
     EXPECT_EQ(ran, 42);
+  });
+}
+
+// With start_spawned_first on, a spawned fiber runs ahead of those that were ready before it;
+// off again, spawns queue last.
+TEST(Spawn, StartSpawnedFirstRunsTheNewFiberFirst) {
+  on_one_worker([] {
+    std::vector<int> order;
+    tern::Fiber first = tern::spawn([&] { order.push_back(1); });
+    tern::Fiber second = tern::spawn([&] { order.push_back(2); });
+    tern::detail::start_spawned_first(true);
+    tern::Fiber third = tern::spawn([&] { order.push_back(3); });
+    tern::detail::start_spawned_first(false);
+    tern::Fiber fourth = tern::spawn([&] { order.push_back(4); });
+    first.join();
+    second.join();
+    third.join();
+    fourth.join();
+    EXPECT_EQ(order, (std::vector<int>{3, 1, 2, 4}));
+    order.clear();
+    tern::detail::start_spawned_first(true);  // with nothing else ready
+    tern::Fiber fifth = tern::spawn([&] { order.push_back(5); });
+    tern::detail::start_spawned_first(false);
+    tern::Fiber sixth = tern::spawn([&] { order.push_back(6); });
+    fifth.join();
+    sixth.join();
+    EXPECT_EQ(order, (std::vector<int>{5, 6}));
   });
 }
 
