@@ -388,6 +388,10 @@ TEST(Hook, OnAPlainThreadEveryCallIsLibcs) {
     errno = 0;
     EXPECT_EQ(::read(pair.client, buf, sizeof buf), -1);
     EXPECT_EQ(errno, EAGAIN);
+    // The read that waits for the writer thread has 30 s: on a busy machine the thread did not
+    // write within 50 ms.
+    const timeval patient = {.tv_sec = 30, .tv_usec = 0};
+    ASSERT_EQ(::setsockopt(pair.client, SOL_SOCKET, SO_RCVTIMEO, &patient, sizeof patient), 0);
     std::thread writer([&] { EXPECT_EQ(::write(pair.server, "t", 1), 1); });
     EXPECT_EQ(::read(pair.server == -1 ? -1 : pair.client, buf, sizeof buf), 1);
     writer.join();
