@@ -288,6 +288,14 @@ struct ParkedReader {
     char byte;
     return ::recv(pair.fds[1], &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
   }
+  // After the parked read ended: a message sent now is received whole by a new read.
+  void expect_next_message_arrives() const {
+    ASSERT_TRUE(tern::io::send(pair.fds[0], bytes_of("later")));
+    std::array<std::byte, 64> buffer;
+    tern::Result<std::size_t> n = tern::io::recv(pair.fds[1], buffer, 0, tern::Clock::now() + 10s);
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(buffer.data()), *n), "later");
+  }
 };
 
 TEST(ParkedRead, ReceivesBytesThatArriveLater) {
@@ -332,12 +340,7 @@ TEST(ParkedRead, TimesOutAndLosesNothing) {
     ParkedReader reader(tern::Clock::now() + 50ms);
     reader.fiber.join();
     EXPECT_EQ(reader.error, std::errc::timed_out);
-    ASSERT_TRUE(tern::io::send(reader.pair.fds[0], bytes_of("later")));
-    std::array<std::byte, 64> buffer;
-    tern::Result<std::size_t> n =
-        tern::io::recv(reader.pair.fds[1], buffer, 0, tern::Clock::now() + 10s);
-    ASSERT_TRUE(n) << n.error().message();
-    EXPECT_EQ(std::string(reinterpret_cast<const char*>(buffer.data()), *n), "later");
+    reader.expect_next_message_arrives();
   });
 }
 
@@ -348,12 +351,7 @@ TEST(ParkedRead, AnInterruptEndsItAndLosesNothing) {
     reader.fiber.interrupt();
     reader.fiber.join();
     EXPECT_EQ(reader.error, std::errc::operation_canceled);
-    ASSERT_TRUE(tern::io::send(reader.pair.fds[0], bytes_of("later")));
-    std::array<std::byte, 64> buffer;
-    tern::Result<std::size_t> n =
-        tern::io::recv(reader.pair.fds[1], buffer, 0, tern::Clock::now() + 10s);
-    ASSERT_TRUE(n) << n.error().message();
-    EXPECT_EQ(std::string(reinterpret_cast<const char*>(buffer.data()), *n), "later");
+    reader.expect_next_message_arrives();
   });
 }
 
