@@ -1,5 +1,6 @@
 // tern::Runtime: workers, post, run's result, and clean shutdown with work still pending.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -249,6 +250,13 @@ TEST(Shutdown, PostedWorkIsNeverLost) {
   EXPECT_EQ(ran.load(), accepted.load()) << "every accepted post ran";
 }
 
+// Whether anything was written to stderr since testing::internal::CaptureStderr() pointed it at
+// an empty file.
+bool stderr_written() {
+  struct stat written = {};
+  return ::fstat(STDERR_FILENO, &written) == 0 && written.st_size > 0;
+}
+
 TEST(Shutdown, AFiberThatIgnoresCancellationIsReportedNotLost) {
   tern::Runtime runtime({.workers = 1, .shutdown_report_interval = 10ms});
   testing::internal::CaptureStderr();
@@ -256,13 +264,12 @@ TEST(Shutdown, AFiberThatIgnoresCancellationIsReportedNotLost) {
   runtime.run([&] {
     tern::spawn(
         [&] {
-          // Ignores the cancellation for a while (but yields), then finishes. The yield after
-          // the deadline gives the worker one more turn, at a time past its 10 ms report: a
-          // worker descheduled for the whole 60 ms would otherwise find the fiber finished
-          // before it ever looked at the clock for its report.
-          const auto until = tern::Clock::now() + 60ms;
-          while (tern::Clock::now() < until) tern::this_fiber::yield();
-          tern::this_fiber::yield();
+          // Ignores the cancellation (but yields) until the worker's report is out, then
+          // finishes. The report is the first thing written to the captured stderr; waiting for
+          // it rather than for a fixed time keeps a worker descheduled for that long from
+          // finding the fiber finished before it looked at the clock for its report.
+          const auto give_up = tern::Clock::now() + 30s;
+          while (!stderr_written() && tern::Clock::now() < give_up) tern::this_fiber::yield();
           done = true;
         },
         {.name = "obstinate"})
