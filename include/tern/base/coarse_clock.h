@@ -34,9 +34,11 @@ inline std::chrono::nanoseconds coarse_resolution() noexcept {
 // long). Any thread.
 inline Deadline coarse_deadline_after(std::chrono::nanoseconds timeout) noexcept {
   if (timeout <= timeout.zero()) return deadline_after(timeout);
+  const std::chrono::nanoseconds margin = 2 * coarse_resolution();
+  if (timeout >= std::chrono::nanoseconds::max() - margin) return kNoDeadline;  // no overflow
   const Deadline now = coarse_now();
-  const std::chrono::nanoseconds wait = timeout + 2 * coarse_resolution();
-  if (wait < timeout || wait >= kNoDeadline - now) return kNoDeadline;
+  const std::chrono::nanoseconds wait = timeout + margin;
+  if (wait >= kNoDeadline - now) return kNoDeadline;
   return now + std::chrono::duration_cast<Clock::duration>(wait);
 }
 
