@@ -580,6 +580,7 @@ class Report:
                    "target: ≥ 1.1× the best of asio, Go and tokio at every in-flight count, with "
                    "no failed session.\n")
         servers, cells = by_param(runs, "in_flight")
+        with_otechod = "otechod" in servers  # the quick pass leaves it to the full pass
 
         def best_echo_peer(values):
             return max([v for s, v in values.items() if s in ("asio", "go", "tokio")
@@ -601,13 +602,14 @@ class Report:
                                               rates, 1.1)
                     if fig(here.get("tern", {}), "failed"):
                         target += f"; {fmt(fig(here['tern'], 'failed'))} failed sessions"
-                    row += [self.ratio_cell(group, key, figure_of("tern"), figure_of("otechod"),
-                                            rates),
-                            self.ratio_cell(group, key, figure_of("tern"), best_echo_peer, rates),
+                    if with_otechod:
+                        row.append(self.ratio_cell(group, key, figure_of("tern"),
+                                                   figure_of("otechod"), rates))
+                    row += [self.ratio_cell(group, key, figure_of("tern"), best_echo_peer, rates),
                             target]
                 rows.append(row)
-            extra = ["tern ÷ otechod", "tern ÷ best of asio/go/tokio", "target"] \
-                if key == "sessions_per_s" else []
+            extra = (["tern ÷ otechod"] if with_otechod else []) + \
+                ["tern ÷ best of asio/go/tokio", "target"] if key == "sessions_per_s" else []
             self.write(table(["in flight"] + [label(s) for s in servers] + extra, rows))
         self.write(SPREAD_NOTE)
         self.cpu_tables(lambda k: [k], cells, servers, "Sessions", ["in flight"])

@@ -35,6 +35,20 @@ def pingpong_run(server, mb_per_s, round_number, rounds=3, verified=True, sessio
     }
 
 
+def sessions_run(server, sessions_per_s, round_number, in_flight=100):
+    return {
+        "mode": "sessions", "target": server, "verified": True,
+        "params": {"in_flight": in_flight, "messages": 3, "size": 8},
+        "figures": {"sessions_per_s": sessions_per_s, "mean_us": 100.0, "p99_us": 200.0,
+                    "failed": 0},
+        "server_cpu_pct": 50.0,
+        "suite": {"table": "004", "server": server, "group": f"004 {in_flight} in flight",
+                  "round": round_number, "rounds": 1, "placement": "not pinned",
+                  "other_cpu_pct": 0.0, "command": f"tern-bench sessions vs {server}",
+                  "problem": None},
+    }
+
+
 def redis_run(client, rps, round_number, clients=500):
     return {
         "mode": "redis", "target": client, "verified": True,
@@ -342,6 +356,15 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| 16384 B | 1 | 10 | 1,000 | 600 | 600 | 1.50× (1.25–2.40) | "
                       "1.50× (1.25–2.40) | ≥ 1.0×: met |", text)
         self.assertIn("0.95× of it", text)
+
+    def test_sessions_has_a_column_for_otechod_only_when_it_ran(self):
+        quick = self.render([sessions_run("tern", 1100, 1), sessions_run("asio", 1000, 1)])
+        self.assertIn("| in flight | tern | asio | tern ÷ best of asio/go/tokio | target |",
+                      quick)
+        self.assertNotIn("otechod", quick)
+        full = self.render([sessions_run("tern", 1100, 1), sessions_run("asio", 1000, 1),
+                            sessions_run("otechod", 500, 1)])
+        self.assertIn("| tern ÷ otechod | tern ÷ best of asio/go/tokio | target |", full)
 
     def test_the_header_gives_the_load_the_wall_time_and_each_tables_time_and_budget(self):
         info = dict(machine(), pass_s=450.0, quiet_waited_s=12.0, seconds_per_cell=2.0,
