@@ -119,42 +119,32 @@ TEST(Spawn, ManyFibersWithCustomStackSizes) {
   });
 }
 
-TEST(Yield, AlternatesFibersOnOneWorker) {
-  on_one_worker([] {
-    std::vector<int> trace;
-    auto body = [&trace](int who) {
-      for (int i = 0; i < 3; ++i) {
+// Spawns `fibers` fibers on the calling worker, each recording its number (1, 2, ...) and
+// yielding `rounds` times, joins them, and returns the numbers in the order they were recorded.
+std::vector<int> yield_turns(int fibers, int rounds) {
+  std::vector<int> trace;
+  std::vector<tern::Fiber> spawned;
+  for (int who = 1; who <= fibers; ++who) {
+    spawned.push_back(tern::spawn([&trace, who, rounds] {
+      for (int i = 0; i < rounds; ++i) {
         trace.push_back(who);
         tern::this_fiber::yield();
       }
-    };
-    tern::Fiber a = tern::spawn([&] { body(1); });
-    tern::Fiber b = tern::spawn([&] { body(2); });
-    a.join();
-    b.join();
-    EXPECT_EQ(trace, (std::vector<int>{1, 2, 1, 2, 1, 2}));
-  });
+    }));
+  }
+  for (tern::Fiber& fiber : spawned) fiber.join();
+  return trace;
+}
+
+TEST(Yield, AlternatesFibersOnOneWorker) {
+  on_one_worker([] { EXPECT_EQ(yield_turns(2, 3), (std::vector<int>{1, 2, 1, 2, 1, 2})); });
 }
 
 TEST(Yield, ThreeFibersTakeTurnsInOrder) {
   // A yield hands the worker to the first ready fiber and queues the yielder behind every
   // other ready fiber: with three, each runs once per round, in the order they were spawned.
-  on_one_worker([] {
-    std::vector<int> trace;
-    auto body = [&trace](int who) {
-      for (int i = 0; i < 4; ++i) {
-        trace.push_back(who);
-        tern::this_fiber::yield();
-      }
-    };
-    tern::Fiber a = tern::spawn([&] { body(1); });
-    tern::Fiber b = tern::spawn([&] { body(2); });
-    tern::Fiber c = tern::spawn([&] { body(3); });
-    a.join();
-    b.join();
-    c.join();
-    EXPECT_EQ(trace, (std::vector<int>{1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3}));
-  });
+  on_one_worker(
+      [] { EXPECT_EQ(yield_turns(3, 4), (std::vector<int>{1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3})); });
 }
 
 TEST(Yield, BusyYieldersLeaveTheWorkerLoopItsTurnEvery64Switches) {

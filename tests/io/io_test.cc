@@ -284,6 +284,14 @@ struct ParkedReader {
     }
     EXPECT_TRUE(queue_empty()) << "the reader did not take its first message";
   }
+  // Has the peer do `peer_action` while the reader is parked in its second read, then waits
+  // for that read to end.
+  template <typename Action>
+  void end_parked_read_by(Action&& peer_action) {
+    ASSERT_FALSE(done) << "the second read ended before the peer did anything";
+    peer_action();
+    fiber.join();
+  }
   bool queue_empty() const {
     char byte;
     return ::recv(pair.fds[1], &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
@@ -301,9 +309,8 @@ struct ParkedReader {
 TEST(ParkedRead, ReceivesBytesThatArriveLater) {
   on_workers(1, [] {
     ParkedReader reader;
-    ASSERT_FALSE(reader.done);
-    ASSERT_TRUE(tern::io::send(reader.pair.fds[0], bytes_of("second!")));
-    reader.fiber.join();
+    reader.end_parked_read_by(
+        [&] { ASSERT_TRUE(tern::io::send(reader.pair.fds[0], bytes_of("second!"))); });
     EXPECT_FALSE(reader.error) << reader.error.message();
     EXPECT_EQ(reader.got, 7u);
   });
@@ -312,9 +319,7 @@ TEST(ParkedRead, ReceivesBytesThatArriveLater) {
 TEST(ParkedRead, SeesTheEndOfTheStream) {
   on_workers(1, [] {
     ParkedReader reader;
-    ASSERT_FALSE(reader.done);
-    ASSERT_EQ(::shutdown(reader.pair.fds[0], SHUT_WR), 0);
-    reader.fiber.join();
+    reader.end_parked_read_by([&] { ASSERT_EQ(::shutdown(reader.pair.fds[0], SHUT_WR), 0); });
     EXPECT_FALSE(reader.error) << reader.error.message();
     EXPECT_EQ(reader.got, 0u);
   });
@@ -323,14 +328,14 @@ TEST(ParkedRead, SeesTheEndOfTheStream) {
 TEST(ParkedRead, SeesAReset) {
   on_workers(1, [] {
     ParkedReader reader;
-    ASSERT_FALSE(reader.done);
-    const linger abort_on_close = {.l_onoff = 1, .l_linger = 0};
-    ASSERT_EQ(::setsockopt(reader.pair.fds[0], SOL_SOCKET, SO_LINGER, &abort_on_close,
-                           sizeof abort_on_close),
-              0);
-    tern::io::close(reader.pair.fds[0]);
-    reader.pair.fds[0] = -1;
-    reader.fiber.join();
+    reader.end_parked_read_by([&] {
+      const linger abort_on_close = {.l_onoff = 1, .l_linger = 0};
+      ASSERT_EQ(::setsockopt(reader.pair.fds[0], SOL_SOCKET, SO_LINGER, &abort_on_close,
+                             sizeof abort_on_close),
+                0);
+      tern::io::close(reader.pair.fds[0]);
+      reader.pair.fds[0] = -1;
+    });
     EXPECT_EQ(reader.error, std::errc::connection_reset) << reader.error.message();
   });
 }
@@ -347,9 +352,7 @@ TEST(ParkedRead, TimesOutAndLosesNothing) {
 TEST(ParkedRead, AnInterruptEndsItAndLosesNothing) {
   on_workers(1, [] {
     ParkedReader reader;
-    ASSERT_FALSE(reader.done);
-    reader.fiber.interrupt();
-    reader.fiber.join();
+    reader.end_parked_read_by([&] { reader.fiber.interrupt(); });
     EXPECT_EQ(reader.error, std::errc::operation_canceled);
     reader.expect_next_message_arrives();
   });
