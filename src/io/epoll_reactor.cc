@@ -46,6 +46,9 @@ struct PendingRecv {
 struct FdState {
   bool registered = false;
   bool stream_socket = false;  // SOCK_STREAM: a short read means the receive queue was empty
+  bool kind_known = false;     // stream_socket and tcp are known (probed, or declared)
+  bool tcp = false;            // a TCP socket
+  bool inq_tried = false;      // TCP_INQ was asked for (tcp_inq says whether it took)
   bool tcp_inq = false;        // TCP with TCP_INQ on: recvmsg can say what is left queued
   bool filled = false;         // the last recv filled its buffer (so a short read proves nothing)
   bool drained = false;        // the last recv emptied the queue and no edge has arrived since
@@ -80,11 +83,12 @@ class EpollReactor final : public Reactor {
   }
   Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
                            Deadline deadline) override {
-    const FdState* known = registered_state(fd);  // not used past a wait: close may free it
+    FdState* known = registered_state(fd);  // not used past a wait: close may free it
     // Reads that fill their buffer (exact-size reads of a header, a reply, a block) cannot tell
     // an empty queue from a full one. Once a TCP socket's last read was such, the next one asks
-    // the kernel how many bytes it left (TCP_INQ), so emptying the queue is known there too.
-    const bool ask_left = flags == 0 && known != nullptr && known->tcp_inq && known->filled;
+    // the kernel how many bytes it left (TCP_INQ, turned on then), so emptying the queue is
+    // known there too.
+    const bool ask_left = flags == 0 && known != nullptr && known->filled && inq_on(fd, *known);
     int left = -1;
     // After a read that emptied a stream socket's queue, unless an edge has arrived since, the
     // next read would only fail with EAGAIN, so wait for the edge first (this saves a system
@@ -198,6 +202,18 @@ class EpollReactor final : public Reactor {
     return {};
   }
 
+  void declare_tcp(int fd) noexcept override {
+    if (fd < 0) return;
+    const auto index = static_cast<std::size_t>(fd);
+    if (index >= states_.size()) states_.resize(index + 1 + index / 2);
+    if (!states_[index]) states_[index] = std::make_unique<FdState>();
+    FdState& state = *states_[index];
+    if (state.registered) return;  // already probed
+    state.kind_known = true;
+    state.tcp = true;
+    state.stream_socket = true;
+  }
+
   void close(int fd) noexcept override {
     if (fd < 0) return;
     if (static_cast<std::size_t>(fd) < states_.size() && states_[fd]) {
@@ -222,16 +238,26 @@ class EpollReactor final : public Reactor {
     if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event) != 0 && errno != EEXIST)
       return fail(errno_code(errno));
     state.registered = true;
+    if (state.kind_known) return {};  // a declared TCP socket: TCP_INQ waits for a full read
     // TCP_INQ is refused by anything but TCP, so turning it on also tells a TCP stream apart in
     // one call; only other descriptors (Unix sockets, pipes) ask for their type.
-    const int on = 1;
-    state.tcp_inq = tern::detail::sys.setsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
+    state.kind_known = true;
+    state.tcp = inq_on(fd, state, true);
     int type = 0;
     socklen_t size = sizeof type;
-    state.stream_socket =
-        state.tcp_inq ||
-        (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 && type == SOCK_STREAM);
+    state.stream_socket = state.tcp || (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 &&
+                                        type == SOCK_STREAM);
     return {};
+  }
+
+  // Whether fd's TCP_INQ is on, turning it on the first time it is needed (`probe`: whatever
+  // the socket's kind; else only for a TCP socket).
+  static bool inq_on(int fd, FdState& state, bool probe = false) noexcept {
+    if (state.inq_tried || (!probe && !state.tcp)) return state.tcp_inq;
+    state.inq_tried = true;
+    const int on = 1;
+    state.tcp_inq = tern::detail::sys.setsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
+    return state.tcp_inq;
   }
 
   template <typename Call>

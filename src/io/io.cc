@@ -122,6 +122,11 @@ Result<void> wait_writable(int fd, Deadline deadline) {
   return named_deadline(reactor("wait_writable").wait_ready(fd, true, deadline));
 }
 
+void declare_tcp(int fd) noexcept {
+  if (detail::Reactor* current = detail::Reactor::current(); current != nullptr)
+    current->declare_tcp(fd);
+}
+
 void close(int fd) noexcept {
   detail::Reactor* current = detail::Reactor::current();
   if (current != nullptr) {

@@ -43,6 +43,9 @@ class Reactor : public Parker {
   // came (and stayed unread) before the call.
   virtual Result<void> wait_data(int fd, Deadline deadline) = 0;
   virtual void close(int fd) noexcept = 0;
+  // fd is a TCP socket this worker will use: a backend that learns a socket's kind when it first
+  // waits on it can skip that probe. Does nothing by default.
+  virtual void declare_tcp(int /*fd*/) noexcept {}
 
  private:
   Backend backend_;

@@ -15,6 +15,7 @@
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
+#include "tern/io/io.h"
 #include "tern/log/peer_log.h"
 #include "tern/prof/metrics.h"
 
@@ -49,6 +50,7 @@ struct TcpServer::Shared {
   std::atomic<std::uint64_t> too_slow{0};
   std::atomic<std::size_t> next_worker{0};
   std::atomic<bool> stopping{false};
+  bool tcp = false;  // the listeners are TCP (set before any acceptor starts)
   WaitGroup acceptors;
   WaitGroup connections;
   WaitGroup watchers;  // the progress checks, one per worker
@@ -113,6 +115,7 @@ Result<Address> TcpServer::start(const Address& address) {
   const bool every_worker = options_.accept_mode == AcceptMode::reuse_port && address.is_ip();
   ListenOptions listen = options_.listen;
   listen.reuse_port = listen.reuse_port || every_worker;
+  shared_->tcp = address.is_ip();
   for (std::size_t i = 0; i < workers; ++i) {
     auto state = std::make_unique<WorkerState>();
     state->index = i;
@@ -241,6 +244,7 @@ void TcpServer::serve(TcpStream stream, WorkerState& worker) {
   // server's name there too.
   this_fiber::set_name(options_.name);
   const int fd = stream.fd();
+  if (shared_->tcp) io::declare_tcp(fd);  // this worker's reactor need not ask the socket
   worker.open_streams[fd] = Progress{};
   connections_open.add(1);
   if (options_.idle_timeout.count() > 0) stream.set_timeout(options_.idle_timeout);

@@ -16,6 +16,7 @@ Result<TcpStream> TcpStream::connect(const Address& address, Deadline deadline) 
   // Failures name the address: "connect 127.0.0.1:1: Connection refused".
   Result<Socket> socket = Socket::open(address.family(), SOCK_STREAM);
   if (!socket) return fail(with_context(socket.error(), "socket for " + address.to_string()));
+  if (address.is_ip()) io::declare_tcp(socket->fd());  // the reactor need not ask its kind
   if (Result<void> connected =
           io::connect(socket->fd(), address.data(), address.length(), deadline);
       !connected)

@@ -54,6 +54,10 @@ namespace tern::io {
 [[nodiscard]] Result<void> wait_data(int fd, Deadline deadline = kNoDeadline);
 // Waits until fd is writable (or has an error or hang-up).
 [[nodiscard]] Result<void> wait_writable(int fd, Deadline deadline = kNoDeadline);
+// Tells this worker's reactor that fd is a TCP socket it is about to use, which spares the epoll
+// backend a system call that asks the socket's kind (one per connection). Worker fiber, on the
+// worker that uses fd; a no-op elsewhere and on io_uring.
+void declare_tcp(int fd) noexcept;
 // Wakes every fiber of this worker waiting on fd (their operations end with
 // operation_canceled), then closes it.
 void close(int fd) noexcept;
