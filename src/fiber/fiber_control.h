@@ -31,11 +31,12 @@ using FiberLocals = std::vector<std::pair<void*, void (*)(void*)>>;
 struct FiberControl {
   ContextHandle context = nullptr;
   Scheduler* scheduler = nullptr;
-  FiberControl* run_next = nullptr;  // the next fiber in the run queue or the spare fibers
-  ListHook waiting_hook;             // in the scheduler's list of interruptible waits
-  ListHook all_hook;                 // in the scheduler's list of live fibers
-  MpscNode remote_hook;              // in the scheduler's queue of wakes from other threads
-  TimerNode timer;                   // the deadline of the current wait
+  FiberControl* run_next = nullptr;      // the next fiber in the run queue or the spare fibers
+  ListHook waiting_hook;                 // in the scheduler's list of interruptible waits
+  ListHook all_hook;                     // in the scheduler's list of live fibers
+  MpscNode remote_hook;                  // in the scheduler's queue of wakes from other threads
+  TimerNode timer;                       // the deadline of the current wait, or kept (timer_kept)
+  Deadline wait_deadline = kNoDeadline;  // the current wait's deadline, when it armed `timer`
   std::atomic<std::uint32_t> claim{0};
   std::error_code wake_result;
   FiberState state = FiberState::ready;
@@ -43,7 +44,10 @@ struct FiberControl {
   bool interrupt_requested = false;
   bool is_main = false;
   bool on_shared_stack = false;  // StackMode::shared: runs on the worker's SharedStack
-  std::uint32_t refs = 0;        // the running fiber holds one, a joinable handle another
+  // `timer` is still in the heap from a wait that ended before its far deadline: the next wait
+  // with a later deadline reuses the node as it is (see Scheduler::arm_timer).
+  bool timer_kept = false;
+  std::uint32_t refs = 0;  // the running fiber holds one, a joinable handle another
   std::uint64_t id = 0;
   FiberEntry* entry = nullptr;
   Waiter* joiner = nullptr;

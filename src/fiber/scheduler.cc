@@ -37,6 +37,11 @@ prof::Counter idle_polls_cut(
 // A wake's result, copied rather than built: std::error_code() calls system_category().
 const std::error_code kNoError{};
 
+// A wait that ends this long or more before its deadline leaves its timer in the heap for the
+// fiber's next wait (Scheduler::settle_timer): one stale firing at most, against a removal and an
+// insertion per wait.
+constexpr std::chrono::seconds kKeepTimerBeyond{1};
+
 bool claim_fiber(FiberControl* fiber) noexcept {
   std::uint32_t expected = 0;
   return fiber->claim.compare_exchange_strong(expected, 1, std::memory_order_acq_rel,
@@ -368,6 +373,7 @@ void Scheduler::fiber_main(void* from) {
 
 void Scheduler::finish_running() noexcept {
   FiberControl* self = running_;
+  drop_kept_timer(self);
   self->state = FiberState::finished;
   live_.remove(*self);
   alive_.store(alive_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
@@ -421,11 +427,7 @@ std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool inte
     claimed_elsewhere = true;
   }
   if (!claimed_elsewhere) {
-    if (deadline != kNoDeadline) {
-      self->timer.when = deadline;
-      timers_.insert(&self->timer);
-      count_timers();
-    }
+    if (deadline != kNoDeadline) arm_timer(self, deadline);
     if (interruptible) {
       self->interruptible_wait = true;
       interruptible_.push_back(*self);
@@ -433,13 +435,50 @@ std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool inte
   }
   self->state = FiberState::waiting;
   suspend();
-  if (self->timer.armed()) {
-    timers_.remove(&self->timer);
-    count_timers();
-  }
+  if (self->wait_deadline != kNoDeadline) settle_timer(self);
   if (self->waiting_hook.linked()) interruptible_.remove(*self);
   self->interruptible_wait = false;
   return self->wake_result;
+}
+
+void Scheduler::arm_timer(FiberControl* self, Deadline deadline) {
+  self->wait_deadline = deadline;
+  if (self->timer_kept) {  // still in the heap from an earlier wait
+    self->timer_kept = false;
+    --kept_timers_;
+    if (self->timer.when <= deadline) {  // fires first; fire_timers re-arms it for `deadline`
+      count_timers();
+      return;
+    }
+    timers_.remove(&self->timer);
+  }
+  self->timer.when = deadline;
+  timers_.insert(&self->timer);
+  count_timers();
+}
+
+void Scheduler::settle_timer(FiberControl* self) noexcept {
+  self->wait_deadline = kNoDeadline;
+  if (!self->timer.armed()) return;  // it fired
+  // Waits such as a connection's reads with an idle timeout of minutes end long before their
+  // deadline, thousands of times a second on a busy server: removing the node and inserting it
+  // again moves other fibers' nodes in a heap of one per connection, each a cache miss. Kept,
+  // the node fires at most once more, and is then re-armed for the wait going on or dropped.
+  if (self->timer.when > coarse_now() + kKeepTimerBeyond) {
+    self->timer_kept = true;
+    ++kept_timers_;
+  } else {
+    timers_.remove(&self->timer);
+  }
+  count_timers();
+}
+
+void Scheduler::drop_kept_timer(FiberControl* self) noexcept {
+  if (!self->timer_kept) return;
+  self->timer_kept = false;
+  --kept_timers_;
+  timers_.remove(&self->timer);
+  count_timers();
 }
 
 void Scheduler::interrupt(FiberControl* fiber) noexcept {
@@ -539,6 +578,16 @@ void Scheduler::fire_timers() {
     const Deadline now = Clock::now();
     while (TimerNode* node = timers_.pop_expired(now)) {
       FiberControl* fiber = FiberControl::from_timer(node);
+      if (fiber->timer_kept) {  // no wait needs it any more
+        fiber->timer_kept = false;
+        --kept_timers_;
+        continue;
+      }
+      if (fiber->wait_deadline > now) {  // a kept node the wait reused: due later
+        fiber->timer.when = fiber->wait_deadline;
+        timers_.insert(node);
+        continue;
+      }
       if (claim_fiber(fiber)) {
         fiber->wake_result = deadline_exceeded();
         fiber->state = FiberState::ready;

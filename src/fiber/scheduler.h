@@ -131,8 +131,18 @@ class Scheduler {
   void release_spare_fibers() noexcept;
   std::size_t take_remote_work();
   void fire_timers();
-  // Publishes timers_.size() for timers_pending() after the heap changed.
-  void count_timers() noexcept { timers_pending_.store(timers_.size(), std::memory_order_relaxed); }
+  // Arms self's timer for the wait that starts, reusing a kept node that fires no later.
+  void arm_timer(FiberControl* self, Deadline deadline);
+  // After a wait with a timer: keeps the node in the heap while its deadline is far (the next
+  // wait, often a socket read's idle timeout, then makes no heap operation), else disarms it.
+  void settle_timer(FiberControl* self) noexcept;
+  // Disarms a finishing fiber's kept timer.
+  void drop_kept_timer(FiberControl* self) noexcept;
+  // Publishes the armed timers that some wait still needs for timers_pending() after the heap
+  // changed (kept nodes do not count).
+  void count_timers() noexcept {
+    timers_pending_.store(timers_.size() - kept_timers_, std::memory_order_relaxed);
+  }
   void interrupt_all_waiting() noexcept;
   bool try_close();
   void report_shutdown_progress();
@@ -181,6 +191,7 @@ class Scheduler {
   MpscQueue remote_fibers_;
   MpscQueue remote_tasks_;
   TimerHeap timers_;
+  std::size_t kept_timers_ = 0;  // nodes in timers_ kept after their wait ended (timer_kept)
   StackPool stacks_;
   FiberControl* spare_fibers_ = nullptr;  // linked through run_next, the latest first
   std::uint32_t spare_count_ = 0;
@@ -203,7 +214,7 @@ class Scheduler {
   std::atomic<bool> closed_{false};
   std::atomic<std::uint32_t> posters_{0};  // other threads inside post() or make_ready()
   std::atomic<std::size_t> alive_{0};      // written by the owner only
-  // timers_.size(), written by the owner only.
+  // timers_.size() less the kept nodes, written by the owner only.
   std::atomic<std::size_t> timers_pending_{0};
   LoopSettings settings_;
 #if TERN_PROF_ENABLED

@@ -462,6 +462,61 @@ TEST(Sleep, TimersPendingGaugeCountsArmedDeadlines) {
   });
 }
 
+// A wait that ends long before its deadline (a socket read with an idle timeout, say) leaves
+// its timer in the heap for the fiber's next wait; the node must neither end a later wait early
+// nor wake a wait that has no deadline, and does not count as pending.
+TEST(Sleep, AKeptTimerNeverEndsALaterWaitEarly) {
+  on_one_worker([] {
+    tern::Event first, second, third, fourth, fifth, at_fourth, at_fifth;
+    tern::Deadline second_deadline{}, kept_until{};
+    std::error_code second_result, short_result, third_result;
+    bool third_done = false;
+    auto error_of = [](const tern::Result<void>& got) {
+      return got ? std::error_code() : got.error();
+    };
+    tern::Fiber waiter = tern::spawn([&] {
+      const tern::Deadline first_deadline = tern::deadline_after(1200ms);
+      EXPECT_TRUE(first.wait_until(first_deadline).has_value());  // set at once: the node stays
+      // A later deadline reuses the node: it fires at first_deadline and is re-armed.
+      second_deadline = first_deadline + 300ms;
+      second_result = error_of(second.wait_until(second_deadline));
+      EXPECT_GE(tern::Clock::now(), second_deadline) << "the wait ended before its deadline";
+      at_fourth.set();
+      EXPECT_TRUE(fourth.wait_until(tern::deadline_after(1h)).has_value());
+      // A deadline sooner than the kept node's replaces it.
+      const tern::Deadline short_deadline = tern::deadline_after(10ms);
+      short_result = error_of(second.wait_until(short_deadline));
+      EXPECT_GE(tern::Clock::now(), short_deadline);
+      at_fifth.set();
+      kept_until = tern::deadline_after(1100ms);
+      EXPECT_TRUE(fifth.wait_until(kept_until).has_value());
+      // No deadline: the kept node firing is no reason to wake.
+      third_result = error_of(third.wait());
+      third_done = true;
+    });
+    tern::this_fiber::yield();
+    EXPECT_EQ(timers_pending_on("0"), 1);
+    first.set();  // ends the first wait long before its deadline
+    tern::this_fiber::yield();
+    EXPECT_EQ(timers_pending_on("0"), 1) << "the second wait's timer";
+    EXPECT_TRUE(at_fourth.wait().has_value());
+    EXPECT_EQ(second_result, std::errc::timed_out);
+    fourth.set();
+    EXPECT_TRUE(at_fifth.wait().has_value());
+    EXPECT_EQ(short_result, std::errc::timed_out);
+    fifth.set();
+    tern::this_fiber::yield();  // the waiter keeps its node and waits on `third`
+    EXPECT_EQ(timers_pending_on("0"), 0) << "a kept node is no pending timer";
+    // What is awaited here is the clock passing the kept node's deadline.
+    (void)tern::this_fiber::sleep_until(kept_until + 100ms);
+    EXPECT_FALSE(third_done);
+    third.set();
+    waiter.join();
+    EXPECT_TRUE(third_done);
+    EXPECT_EQ(third_result, std::error_code());
+  });
+}
+
 TEST(Interrupt, CancelsASleepOnce) {
   on_one_worker([] {
     std::error_code first;
