@@ -20,7 +20,8 @@ ContextHandle make_context(void* stack_base, std::size_t size, ContextEntry entr
   const auto top = align_down(reinterpret_cast<std::uintptr_t>(stack_base) + size, 16);
 #if defined(__x86_64__)
   // Frame popped by the first switch into this context; see switch_x86_64.S. 16 spare bytes
-  // above it keep the trampoline's stack 16-byte aligned with room for its call.
+  // above it keep the trampoline's stack 16-byte aligned with room for the zero return address
+  // it pushes.
   auto* frame = reinterpret_cast<std::uint64_t*>(top - 80);
   std::memset(frame, 0, 80);
   std::uint32_t mxcsr;

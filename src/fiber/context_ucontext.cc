@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <new>
 
+#include "exit_context.h"
 #include "tern/base/assert.h"
 #include "tern/fiber/context.h"
 
@@ -54,4 +55,9 @@ extern "C" void* tern_switch_context(tern::ContextHandle* save, tern::ContextHan
   tern::transfer_arg = arg;
   swapcontext(&here.uc, &static_cast<tern::UContext*>(to)->uc);
   return tern::transfer_arg;
+}
+
+extern "C" void tern_exit_context(tern::ContextHandle to, void* arg) noexcept {
+  tern::ContextHandle abandoned = nullptr;  // never resumed
+  tern_switch_context(&abandoned, to, arg);
 }

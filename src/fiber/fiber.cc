@@ -203,10 +203,23 @@ void set_name(std::string_view name) noexcept {
   self->name[length] = '\0';
 }
 
+namespace {
+
+// Ends the program for a yield off a worker fiber. Not [[noreturn]]: yield then reaches it by a
+// jump, like its other exits, and needs no stack frame of its own.
+[[gnu::cold, gnu::noinline]] void yield_outside_fiber() noexcept {
+  (void)detail::current_scheduler_or_die("tern::this_fiber::yield");
+}
+
+}  // namespace
+
 void yield() noexcept {
   // The worker's scheduler at hand: the yielding fiber's own pointer to it would be one more
   // load on the way to the switch.
-  detail::current_scheduler_or_die("tern::this_fiber::yield")->yield();
+  detail::Scheduler* scheduler = detail::Scheduler::current();
+  if (scheduler == nullptr || scheduler->running()->is_main) [[unlikely]]
+    return yield_outside_fiber();
+  scheduler->yield();
 }
 
 Result<void> sleep_until(Deadline deadline) {

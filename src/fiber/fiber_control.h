@@ -19,7 +19,9 @@ namespace tern::detail {
 
 class Scheduler;
 
-enum class FiberState : std::uint8_t { ready, running, waiting, finished };
+// `ready` covers running as well as queued: nothing tells the two apart, so a switch writes no
+// state (a waker sets `ready` when it queues a waiting fiber).
+enum class FiberState : std::uint8_t { ready, waiting, finished };
 
 // Values of a fiber's fiber-local storage: (value, destroy) per key.
 using FiberLocals = std::vector<std::pair<void*, void (*)(void*)>>;

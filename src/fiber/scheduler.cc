@@ -99,7 +99,6 @@ Scheduler::Scheduler(RuntimeState* runtime, std::size_t index, std::unique_ptr<P
     : runtime_(runtime), index_(index), parker_(std::move(parker)) {
   main_.scheduler = this;
   main_.is_main = true;
-  main_.state = FiberState::running;
   main_.refs = 1;
   std::snprintf(main_.name, sizeof main_.name, "worker-%zu", index);
   LiveSchedulers& live = live_schedulers();
@@ -368,6 +367,8 @@ void Scheduler::fiber_main(void* from) {
   self->entry->~FiberEntry();
   self->entry = nullptr;
   if (self->locals != nullptr) destroy_fiber_locals(self);
+  // A jump (sibling call), like finish_running's own exit: the fiber ends with no call
+  // outstanding, so the return-stack predictor holds what it held when the fiber started.
   self_scheduler->finish_running();
 }
 
@@ -377,24 +378,44 @@ void Scheduler::finish_running() noexcept {
   self->state = FiberState::finished;
   live_.remove(*self);
   alive_.store(alive_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-  if (self->joiner != nullptr) wake_joiner(*self->joiner);
+  FiberControl* next = nullptr;
+  if (self->joiner != nullptr) {
+    // The joiner runs next when nothing else is ready (what the run queue would give), without
+    // a trip through the queue; else it queues behind the others.
+    if (FiberControl* joiner = claim_joiner(*self->joiner)) {
+      if (run_queue_.empty()) {
+        next = joiner;
+      } else {
+        push_ready(joiner);
+      }
+    }
+  }
   free_finished();
   if (--self->refs == 0) finished_ = self;  // the running fiber's own reference
-  FiberControl* next = run_queue_.pop_front();
-  switch_to(next != nullptr ? next : &main_);
-  __builtin_unreachable();
+  if (next == nullptr) next = run_queue_.pop_front();
+  exit_to(self, next != nullptr ? next : &main_);
 }
 
-void Scheduler::wake_joiner(Waiter& joiner) noexcept {
+void Scheduler::exit_to(FiberControl* prev, FiberControl* next) noexcept {
+  if (shared_stack_used_ && (prev->on_shared_stack || next->on_shared_stack)) [[unlikely]] {
+    switch_shared(prev, next);  // the copier drops prev; nothing resumes it
+    return;
+  }
+  running_ = next;
+  sanitizer_before_switch(prev->sanitizer, next->sanitizer, true);
+  tern_exit_context(next->context, prev);
+}
+
+FiberControl* Scheduler::claim_joiner(Waiter& joiner) noexcept {
   // Only this worker can claim a fiber waiting in join (its handle is owner-only; its deadline
   // and interrupts fire here), so the claim needs no locked read-modify-write.
   FiberControl* fiber = joiner.fiber;
-  if (fiber->claim.load(std::memory_order_relaxed) != 0) return;
+  if (fiber->claim.load(std::memory_order_relaxed) != 0) return nullptr;
   fiber->claim.store(1, std::memory_order_relaxed);
   joiner.fired = true;
   fiber->wake_result = kNoError;
   fiber->state = FiberState::ready;
-  push_ready(fiber);
+  return fiber;
 }
 
 void Scheduler::report_parking_with_mutex(const FiberControl* self) const {

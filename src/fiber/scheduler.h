@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "debug_checks.h"
+#include "exit_context.h"
 #include "fiber_control.h"
 #include "run_queue.h"
 #include "shared_stack.h"
@@ -97,7 +98,9 @@ class Scheduler {
   bool stop_requested() const noexcept { return stop_requested_.load(std::memory_order_acquire); }
 
  private:
-  [[noreturn]] static void fiber_main(void* from);
+  // The entry of every fiber (reached by a jump from the context trampoline). It ends in
+  // finish_running, by a jump too, and never returns.
+  static void fiber_main(void* from);
   // Runs next in place of the running fiber. Without a sanitizer nothing follows the switch, so
   // the compiler makes it a tail call: a yield's return address is then its caller's, and the
   // switch resumes the other fiber's call site by a predicted jump (arch/switch_x86_64.S).
@@ -121,9 +124,14 @@ class Scheduler {
   void free_finished() noexcept {
     if (finished_ != nullptr) abandon_fiber(std::exchange(finished_, nullptr));
   }
-  [[noreturn]] void finish_running() noexcept;
-  // Wakes the fiber joining the finishing one, unless a deadline or interrupt claimed it.
-  void wake_joiner(Waiter& joiner) noexcept;
+  // Ends the running fiber and resumes the next one; never returns (not [[noreturn]], so that
+  // fiber_main reaches it by a jump: see exit_context.h).
+  void finish_running() noexcept;
+  // Leaves the finished fiber prev for next, from prev's stack, with nothing saved.
+  void exit_to(FiberControl* prev, FiberControl* next) noexcept;
+  // Claims the fiber joining the finishing one and returns it, ready to run, unless a deadline
+  // or interrupt claimed it first (then nullptr).
+  FiberControl* claim_joiner(Waiter& joiner) noexcept;
   void push_ready(FiberControl* fiber) noexcept { run_queue_.push_back(fiber); }
   // A finished fiber kept whole for the next spawn, or nullptr (see abandon_fiber).
   FiberControl* take_spare_fiber(std::size_t stack_request) noexcept;
@@ -201,7 +209,9 @@ class Scheduler {
   Stack copier_stack_;
   FiberControl* copier_from_ = nullptr;
   FiberControl* copier_to_ = nullptr;
-  std::uint32_t switch_ticks_ = 0;
+  // Fiber-to-fiber switches left before the main context's turn (counted down: a decrement
+  // and a branch per switch).
+  std::uint32_t switch_budget_ = kSwitchesPerRound;
   std::uint64_t next_id_ = 0;
   std::uint64_t last_id_ = 0;
   bool stop_seen_ = false;
@@ -232,7 +242,6 @@ inline void Scheduler::switch_from(FiberControl* prev, FiberControl* next) noexc
   }
   running_ = next;
   sanitizer_before_switch(prev->sanitizer, next->sanitizer, prev->state == FiberState::finished);
-  next->state = FiberState::running;
 #if TERN_ASAN || TERN_TSAN
   auto* from = static_cast<FiberControl*>(switch_context(&prev->context, next->context, prev));
   sanitizer_after_switch(prev->sanitizer, from->sanitizer);
@@ -243,12 +252,13 @@ inline void Scheduler::switch_from(FiberControl* prev, FiberControl* next) noexc
 
 inline void Scheduler::suspend() noexcept {
   FiberControl* next = nullptr;
-  if (++switch_ticks_ % kSwitchesPerRound != 0) next = run_queue_.pop_front();
-  if (next == nullptr) next = &main_;
-  if (next == running_) {
-    next->state = FiberState::running;
-    return;
+  if (--switch_budget_ != 0) [[likely]] {
+    next = run_queue_.pop_front();
+  } else {
+    switch_budget_ = kSwitchesPerRound;
   }
+  if (next == nullptr) next = &main_;
+  if (next == running_) return;  // woken before it parked (its waker set it ready)
   switch_to(next);
 }
 
@@ -258,14 +268,13 @@ inline void Scheduler::suspend() noexcept {
 inline void Scheduler::yield() noexcept {
   FiberControl* self = running_;
   check_can_park(self);
-  if (++switch_ticks_ % kSwitchesPerRound == 0) [[unlikely]] {
-    self->state = FiberState::ready;
+  if (--switch_budget_ == 0) [[unlikely]] {
+    switch_budget_ = kSwitchesPerRound;
     push_ready(self);
     switch_from(self, &main_);
     return;
   }
   if (run_queue_.empty()) return;  // nobody else is ready: go on running
-  self->state = FiberState::ready;
   switch_from(self, run_queue_.rotate(self));
 }
 

@@ -74,7 +74,6 @@ void Scheduler::switch_shared(FiberControl* prev, FiberControl* next) noexcept {
     shared_stack_.load(next, &Scheduler::fiber_main);
     running_ = next;
     sanitizer_before_switch(prev->sanitizer, next->sanitizer, prev->state == FiberState::finished);
-    next->state = FiberState::running;
     [[maybe_unused]] auto* from =
         static_cast<FiberControl*>(switch_context(&prev->context, next->context, prev));
     sanitizer_after_switch(prev->sanitizer, from->sanitizer);
@@ -85,7 +84,6 @@ void Scheduler::switch_shared(FiberControl* prev, FiberControl* next) noexcept {
   copier_from_ = prev;
   copier_to_ = next;
   sanitizer_before_switch(prev->sanitizer, copier_.sanitizer, prev->state == FiberState::finished);
-  next->state = FiberState::running;
   [[maybe_unused]] auto* from =
       static_cast<FiberControl*>(switch_context(&prev->context, copier_.context, prev));
   sanitizer_after_switch(prev->sanitizer, from->sanitizer);

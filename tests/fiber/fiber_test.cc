@@ -245,6 +245,25 @@ TEST(Yield, EachFiberKeepsItsOwnRoundingModeAcrossSwitches) {
   EXPECT_EQ(errors, 0);
 }
 
+TEST(Join, AFiberThatEndsInAnotherRoundingModeGivesItsJoinerBackItsOwn) {
+  // A finishing fiber resumes its joiner without saving itself (tern_exit_context); the joiner
+  // must still get back its own MXCSR / x87 rounding mode.
+  const int original = std::fegetround();
+  ASSERT_EQ(std::fesetround(FE_TOWARDZERO), 0);
+  const double toward_zero = one_third_now();
+  std::fesetround(original);
+  int errors = 0;
+  on_one_worker([&] {
+    std::fesetround(FE_TOWARDZERO);
+    for (int i = 0; i < 100; ++i) {
+      tern::spawn([i] { std::fesetround(i % 2 == 0 ? FE_UPWARD : FE_DOWNWARD); }).join();
+      if (std::fegetround() != FE_TOWARDZERO || one_third_now() != toward_zero) ++errors;
+    }
+    std::fesetround(original);
+  });
+  EXPECT_EQ(errors, 0);
+}
+
 TEST(ThisFiber, IdsAreUniqueAndNamesAreKept) {
   on_one_worker([] {
     const std::uint64_t main_id = tern::this_fiber::id();

@@ -34,6 +34,7 @@ tern_switch_context:
         str     x10, [x0]
 
         mov     sp, x1
+.Lrestore:                              /* sp: to; x9: FPCR now; x2: arg */
         ldr     x11, [sp, #160]
         cmp     x9, x11
         b.eq    1f
@@ -54,6 +55,22 @@ tern_switch_context:
         ret
         .cfi_endproc
         .size   tern_switch_context, .-tern_switch_context
+
+/*   void tern_exit_context(void* to_sp, void* arg)
+ *
+ * Resumes to_sp from a context that never runs again: nothing is saved, the restore is the one
+ * above. */
+        .globl  tern_exit_context
+        .type   tern_exit_context, %function
+        .p2align 4
+tern_exit_context:
+        .cfi_startproc
+        mrs     x9, fpcr
+        mov     x2, x1
+        mov     sp, x0
+        b       .Lrestore
+        .cfi_endproc
+        .size   tern_exit_context, .-tern_exit_context
 
 /* First code a new context runs: tern::make_context put the entry function in x19 and this
  * trampoline in x30. x0 holds the arg of the switch that started it; sp is 16-byte aligned. */

@@ -48,6 +48,7 @@ tern_switch_context:
         movq    %rsp, (%rdi)
 
         movq    %rsi, %rsp
+.Lrestore:                              /* rsp: to; r11d, r9w: MXCSR, x87 CW now; r10, rdx */
         movl    (%rsp), %r8d
         xorl    %r11d, %r8d
         testl   $0xffffffc0, %r8d       /* control bits differ? */
@@ -85,9 +86,35 @@ tern_switch_context:
         .cfi_endproc
         .size   tern_switch_context, .-tern_switch_context
 
+/*   void tern_exit_context(void* to_sp, void* arg)
+ *
+ * Resumes to_sp from a context that never runs again: nothing is saved, the restore is the one
+ * above. It resumes with `ret`: a context that entered through the trampoline below and made no
+ * call it has not returned from (the scheduler's fibers end by jumps) leaves the return-stack
+ * predictor as it found it, whose top is then the return address of the switch that first
+ * resumed this context (for a fiber that finishes without parking, its joiner's switch into it),
+ * so the resume and the returns after it are predicted. */
+        .globl  tern_exit_context
+        .type   tern_exit_context, @function
+        .p2align 4
+tern_exit_context:
+        .cfi_startproc
+        stmxcsr -8(%rsp)
+        fnstcw  -4(%rsp)
+        movl    -8(%rsp), %r11d         /* MXCSR now */
+        movzwl  -4(%rsp), %r9d          /* x87 control word now */
+        movq    %rsi, %rdx              /* arg */
+        movq    %rdi, %rsp
+        movq    56(%rsp), %r10          /* its own resume address: resume with ret */
+        jmp     .Lrestore
+        .cfi_endproc
+        .size   tern_exit_context, .-tern_exit_context
+
 /* First code a new context runs: its frame was built by tern::make_context with the entry
  * function in rbx. rax holds the arg of the switch that started it. The stack is 16-byte
- * aligned here, so the call leaves the entry with the alignment the ABI promises. */
+ * aligned here; a zero return address (which ends unwinding) gives the entry the alignment the
+ * ABI promises. The entry is reached by a jump, not a call, so that the context pushes nothing
+ * onto the return-stack predictor that tern_exit_context would find there. */
         .globl  tern_context_trampoline
         .hidden tern_context_trampoline
         .type   tern_context_trampoline, @function
@@ -97,8 +124,8 @@ tern_context_trampoline:
         .cfi_undefined rip
         xorl    %ebp, %ebp
         movq    %rax, %rdi
-        callq   *%rbx
-        ud2
+        pushq   $0
+        jmpq    *%rbx
         .cfi_endproc
         .size   tern_context_trampoline, .-tern_context_trampoline
 
