@@ -287,6 +287,38 @@ TEST_P(TlsStreamTest, RequestedClientCertificateIsOptional) {
   });
 }
 
+// The chain after the leaf: the intermediate given in the certificate file is sent as it is,
+// and a leaf-only file gets its chain from the server's CA bundle (built once per context), as
+// every handshake would have built it; either way a client trusting only the root verifies it.
+TEST_P(TlsStreamTest, SendsTheIntermediateOfTheChain) {
+  run_on(1, [this] {
+    ServerConfig given;
+    given.certificates = {
+        Certificate::files(certs().dir + "/chained_full.crt", certs().key("chained"))};
+    given.kernel_tls = kernel_tls();
+    tern::Result<TlsContext> from_file = TlsContext::server(std::move(given));
+    ASSERT_TRUE(from_file) << from_file.error().message();
+    ServerConfig built = {.ca_file = certs().dir + "/ca_and_intermediate.crt",
+                          .client_auth = ClientAuth::request};
+    built.certificates = {Certificate::files(certs().crt("chained"), certs().key("chained"))};
+    built.kernel_tls = kernel_tls();
+    tern::Result<TlsContext> from_store = TlsContext::server(std::move(built));
+    ASSERT_TRUE(from_store) << from_store.error().message();
+    for (const TlsContext& context : {*from_file, *from_store}) {
+      Server server(context);
+      tern::Result<TlsStream> client = connect(server, client_context());
+      ASSERT_TRUE(client) << client.error().message();
+      EXPECT_TRUE(client->peer_identity().verified);
+      EXPECT_EQ(round_trip(*client, "chain"), "chain");
+    }
+    // The leaf alone, with nothing to build its chain from: the client cannot verify it.
+    Server alone(server_context("chained"));
+    tern::Result<TlsStream> refused = connect(alone, client_context());
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error(), TlsErrc::certificate) << refused.error().message();
+  });
+}
+
 TEST_P(TlsStreamTest, NegotiatesAlpn) {
   run_on(1, [this] {
     std::string server_side;

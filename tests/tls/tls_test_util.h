@@ -163,7 +163,9 @@ inline int free_port() {
 // line (ECDSA P-256): a CA; "server" (localhost, 127.0.0.1, O=gen1) and "server2" (the same
 // names, O=gen2, for reloads); "alt" (alt.example, for SNI); "client" (client.tern.test);
 // "expired" (localhost, expired yesterday); "wronghost" (other.example); "selfsigned"
-// (localhost, signed by itself); "otherca_client" (a client signed by an unknown CA).
+// (localhost, signed by itself); "otherca_client" (a client signed by an unknown CA);
+// "intermediate" (a CA signed by the CA) and "chained" (localhost, signed by the intermediate),
+// with "chained_full.crt" (the leaf, then the intermediate) and "ca_and_intermediate.crt".
 class Certs {
  public:
   static const Certs& get() {
@@ -182,18 +184,23 @@ class Certs {
     if (mkdtemp(pattern) == nullptr) return;
     dir = pattern;
     const std::string log = dir + "/openssl.log";
-    ok = authority("ca", "/CN=tern test CA", log) && authority("otherca", "/CN=other CA", log) &&
-         leaf("server", "/O=gen1/CN=localhost", "DNS:localhost,IP:127.0.0.1", "ca", "30", log) &&
-         leaf("server2", "/O=gen2/CN=localhost", "DNS:localhost,IP:127.0.0.1", "ca", "30", log) &&
-         leaf("alt", "/CN=alt.example", "DNS:alt.example", "ca", "30", log) &&
-         leaf("client", "/O=tern/CN=client", "DNS:client.tern.test", "ca", "30", log) &&
-         leaf("expired", "/CN=localhost", "DNS:localhost,IP:127.0.0.1", "ca", "-1", log) &&
-         leaf("wronghost", "/CN=other.example", "DNS:other.example", "ca", "30", log) &&
-         leaf("otherca_client", "/CN=stranger", "DNS:stranger.example", "otherca", "30", log) &&
-         run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-              "-nodes", "-keyout", key("selfsigned"), "-out", crt("selfsigned"), "-days", "30",
-              "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"},
-             log) == 0;
+    ok =
+        authority("ca", "/CN=tern test CA", log) && authority("otherca", "/CN=other CA", log) &&
+        leaf("server", "/O=gen1/CN=localhost", "DNS:localhost,IP:127.0.0.1", "ca", "30", log) &&
+        leaf("server2", "/O=gen2/CN=localhost", "DNS:localhost,IP:127.0.0.1", "ca", "30", log) &&
+        leaf("alt", "/CN=alt.example", "DNS:alt.example", "ca", "30", log) &&
+        leaf("client", "/O=tern/CN=client", "DNS:client.tern.test", "ca", "30", log) &&
+        leaf("expired", "/CN=localhost", "DNS:localhost,IP:127.0.0.1", "ca", "-1", log) &&
+        leaf("wronghost", "/CN=other.example", "DNS:other.example", "ca", "30", log) &&
+        leaf("otherca_client", "/CN=stranger", "DNS:stranger.example", "otherca", "30", log) &&
+        intermediate("intermediate", "/CN=tern test intermediate", "ca", log) &&
+        leaf("chained", "/CN=localhost", "DNS:localhost,IP:127.0.0.1", "intermediate", "30", log) &&
+        concatenate({crt("chained"), crt("intermediate")}, dir + "/chained_full.crt") &&
+        concatenate({ca(), crt("intermediate")}, dir + "/ca_and_intermediate.crt") &&
+        run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+             "-nodes", "-keyout", key("selfsigned"), "-out", crt("selfsigned"), "-days", "30",
+             "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"},
+            log) == 0;
     if (!ok) ADD_FAILURE() << "openssl could not make the test certificates: " << read_file(log);
   }
   ~Certs() {
@@ -204,6 +211,26 @@ class Certs {
     return run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
                 "-nodes", "-keyout", key(name), "-out", crt(name), "-days", "30", "-subj", subject},
                log) == 0;
+  }
+  // A CA certificate signed by `ca`.
+  bool intermediate(const std::string& name, const std::string& subject, const std::string& ca,
+                    const std::string& log) {
+    const std::string csr = dir + "/" + name + ".csr";
+    const std::string ext = dir + "/" + name + ".ext";
+    std::ofstream(ext) << "basicConstraints=critical,CA:TRUE\n"
+                       << "keyUsage=critical,keyCertSign,cRLSign\n";
+    return run({"openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                "-nodes", "-keyout", key(name), "-out", csr, "-subj", subject},
+               log) == 0 &&
+           run({"openssl", "x509", "-req", "-in", csr, "-CA", crt(ca), "-CAkey", key(ca),
+                "-set_serial", "99", "-days", "30", "-extfile", ext, "-out", crt(name)},
+               log) == 0;
+  }
+  // Writes the files' contents one after the other to `out`.
+  static bool concatenate(const std::vector<std::string>& files, const std::string& out) {
+    std::ofstream output(out);
+    for (const std::string& file : files) output << read_file(file);
+    return static_cast<bool>(output);
   }
   bool leaf(const std::string& name, const std::string& subject, const std::string& names,
             const std::string& ca, const std::string& days, const std::string& log) {
