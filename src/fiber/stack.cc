@@ -51,6 +51,28 @@ Result<Stack> map_stack(std::size_t size) {
   return stack;
 }
 
+Result<void> map_stacks(std::size_t size, std::size_t count, std::vector<Stack>& out) {
+  const std::size_t usable = stack_size_for(size);
+  const std::size_t guard = kGuardPages * page_size();
+  const std::size_t each = usable + guard;
+  void* mapping = ::mmap(nullptr, each * count, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapping == MAP_FAILED) return fail(std::error_code(errno, std::system_category()));
+  ::madvise(mapping, each * count, MADV_NOHUGEPAGE);  // as map_stack
+  char* const start = static_cast<char*>(mapping);
+  for (std::size_t i = 0; i < count; ++i) {
+    char* const at = start + i * each;
+    if (!install_guard(at, guard)) {
+      const int err = errno;
+      ::munmap(start + i * each, (count - i) * each);  // the stacks already made are kept
+      if (i == 0) return fail(std::error_code(err, std::system_category()));
+      return {};
+    }
+    out.push_back(Stack{.mapping = at, .mapping_size = each, .base = at + guard, .size = usable});
+  }
+  return {};
+}
+
 void unmap_stack(const Stack& stack) noexcept {
   if (stack.mapping != nullptr) ::munmap(stack.mapping, stack.mapping_size);
 }
@@ -74,7 +96,16 @@ Result<Stack> StackPool::take(std::size_t size) {
       return s;
     }
   }
-  return map_stack(wanted);
+  // A few fibers, or no room to cache a batch's rest: one stack.
+  if (mapped_ < kMapBatch || free_.size() + kMapBatch > max_cached_) {
+    Result<Stack> one = map_stack(wanted);
+    if (one) ++mapped_;
+    return one;
+  }
+  if (!map_stacks(wanted, kMapBatch, free_)) return map_stack(wanted);
+  const Stack s = free_.back();
+  free_.pop_back();
+  return s;
 }
 
 void StackPool::give(const Stack& stack) noexcept {

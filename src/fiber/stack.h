@@ -23,7 +23,11 @@ struct Stack {
 // committed lazily by the kernel as the fiber touches it. Any thread.
 Result<Stack> map_stack(std::size_t size);
 
-// Unmaps a stack returned by map_stack. Any thread.
+// Maps `count` stacks of at least `size` usable bytes each, with their guards, in one mapping
+// and appends them to `out`; each can be unmapped on its own. Any thread.
+Result<void> map_stacks(std::size_t size, std::size_t count, std::vector<Stack>& out);
+
+// Unmaps a stack returned by map_stack or map_stacks. Any thread.
 void unmap_stack(const Stack& stack) noexcept;
 
 // The system's page size. Any thread.
@@ -43,9 +47,15 @@ inline std::size_t stack_size_for(std::size_t requested) noexcept {
 // A per-thread cache of unmapped-on-demand stacks, so that creating and destroying fibers in
 // steady state makes no system call. The default bound covers a server running a thousand calls
 // at once per worker (each on a fiber of its own) without mapping a stack per call; a cached
-// stack keeps only the pages its fibers touched. Owner thread only.
+// stack keeps only the pages its fibers touched. Once it has mapped kMapBatch stacks one by one,
+// it maps kMapBatch at once whenever it has none of the size asked for (and room to cache the
+// rest), so that a rising number of fibers (ten thousand connections arriving together) costs
+// one mmap per batch rather than per fiber, while a program of a few fibers maps only those.
+// Owner thread only.
 class StackPool {
  public:
+  static constexpr std::size_t kMapBatch = 16;
+
   explicit StackPool(std::size_t max_cached = 1024) : max_cached_(max_cached) {
     free_.reserve(max_cached_);
   }
@@ -63,6 +73,7 @@ class StackPool {
  private:
   std::size_t max_cached_;
   std::vector<Stack> free_;
+  std::size_t mapped_ = 0;  // stacks this pool has mapped, counted up to kMapBatch
 };
 
 }  // namespace tern::detail

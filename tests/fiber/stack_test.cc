@@ -48,6 +48,35 @@ TEST(StackPool, UnmapsBeyondItsLimit) {
   EXPECT_EQ(pool.cached(), 2u);
 }
 
+TEST(StackPool, MapsABatchOnceItHasMappedABatchOneByOne) {
+  constexpr std::size_t kBatch = tern::detail::StackPool::kMapBatch;
+  tern::detail::StackPool pool;
+  std::vector<tern::detail::Stack> stacks;
+  for (std::size_t i = 0; i < kBatch; ++i) stacks.push_back(*pool.take(16 * 1024));
+  EXPECT_EQ(pool.cached(), 0u) << "a few fibers map only their own stacks";
+  tern::Result<tern::detail::Stack> more = pool.take(16 * 1024);
+  ASSERT_TRUE(more);
+  stacks.push_back(*more);
+  EXPECT_EQ(pool.cached(), kBatch - 1) << "the rest of the batch";
+  while (pool.cached() > 0) stacks.push_back(*pool.take(16 * 1024));
+  for (std::size_t i = 0; i < stacks.size(); ++i) {
+    const tern::detail::Stack& s = stacks[i];
+    EXPECT_GE(s.size, 16u * 1024);
+    std::memset(s.base, 0xab, s.size);  // every usable byte of each is writable
+    EXPECT_TRUE(s.in_guard(static_cast<char*>(s.base) - 1));
+    for (std::size_t j = 0; j < i; ++j) {  // and none overlaps another's stack or guard
+      const auto* a = static_cast<const char*>(s.mapping);
+      const auto* b = static_cast<const char*>(stacks[j].mapping);
+      EXPECT_TRUE(a + s.mapping_size <= b || b + stacks[j].mapping_size <= a);
+    }
+  }
+  // Each stack of a batch is unmapped on its own (a cache beyond its bound unmaps one).
+  tern::detail::unmap_stack(stacks.back());
+  stacks.pop_back();
+  for (const auto& s : stacks) pool.give(s);
+  EXPECT_EQ(pool.cached(), 2 * kBatch - 1);
+}
+
 // Recurses with a frame the compiler cannot elide until the stack runs out.
 volatile int recursion_limit = 1 << 30;
 [[gnu::noinline]] int recurse(int depth) {
