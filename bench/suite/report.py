@@ -204,6 +204,15 @@ def by_param(runs, name):
 
 
 
+def kib_text(kib):
+    """A size in KiB as the tables show it: KiB below 10 MiB, MiB from there; "–" unknown."""
+    if kib is None:
+        return "–"
+    if abs(kib) >= 10 * 1024:
+        return f"{kib / 1024:+,.1f} MiB"
+    return f"{kib:+,.0f} KiB"
+
+
 def mark(run):
     """A suffix that flags a run whose result was not verified."""
     return "" if run.get("verified") else " ✗"
@@ -692,9 +701,64 @@ class Report:
 
     def stream(self):
         runs = self.by_table("stream")
-        if not runs:
+        memory = self.by_table("stream-memory")
+        if not runs and not memory:
             return
         self.write("## Stream: streaming RPC (tern vs gRPC C++)\n")
+        if runs:
+            self.stream_rates(runs)
+        if memory:
+            self.stream_memory(memory)
+
+    def stream_memory(self, runs):
+        """The stream section's memory part: one row per stream count of `tern-bench rpc
+        --stream --stall` against tern-rpc-server."""
+        stall = next((r.get("params", {}).get("stall_s") for r in runs), None)
+        self.write("**Memory with a peer that reads nothing** (tern-rpc-server on epoll at its "
+                   "defaults, a fresh one per row; gRPC is not measured here). `tern-bench rpc "
+                   f"--stream --stall {fmt(stall)}` opens the streams on one connection; each "
+                   "stream's writer sends `BenchmarkMessage`s as fast as flow control lets it "
+                   "and no answer is ever read. A stream is full once the server's writer has "
+                   "parked on the client's window, the client's writer on the server's, and a "
+                   "call on the same connection came back (so the server has read all that was "
+                   f"sent); the full streams are then held {fmt(stall)} s. Window: the client's "
+                   "`stream_window` (what the server may send ahead of the reads); peak "
+                   "buffered: the most bytes of unread answers one stream held (tern's own "
+                   "count, `peak_buffered_bytes()`); answers before parking: the answers each "
+                   "stream received, i.e. what the server wrote before its writer parked; "
+                   "unanswered: the most bytes one stream sent that the server holds unanswered "
+                   "(bounded by the server's own `stream_window`, 256 KiB by default); server "
+                   "RSS growth: tern-rpc-server's VmRSS from before the streams opened to the "
+                   "end, and over the hold alone (≈ 0 when what is held depends on the streams, "
+                   "not on how long they stall), with the messages sent during the hold. "
+                   "Target: peak buffered ≤ window + one answer.\n")
+        rows = []
+        for r in sorted(runs, key=lambda r: fig(r, "streams") or 0):
+            window = fig(r, "window_bytes")
+            peak = fig(r, "peak_buffered_bytes_max")
+            answer = fig(r, "answer_bytes") or 0
+            if window is None or peak is None:
+                target = "–"
+            else:
+                target = "met" if peak <= window + answer else "missed"
+            answers = (fig(r, "answers_before_park_min"), fig(r, "answers_before_park_max"))
+            full = fig(r, "fill_s")
+            rows.append([
+                fmt(fig(r, "streams")) + mark(r), fmt(window), fmt(peak),
+                fmt(answers[1]) if answers[0] == answers[1] else
+                f"{fmt(answers[0])} to {fmt(answers[1])}",
+                fmt(fig(r, "unanswered_bytes_max")),
+                "–" if full is None else f"{full:.2f} s" + (
+                    "" if r.get("figures", {}).get("all_full", True) else " (not all)"),
+                kib_text(fig(r, "server_rss_growth_kib")),
+                kib_text(fig(r, "server_rss_after_full_kib")),
+                fmt(fig(r, "messages_sent_after_full")), target])
+        self.write(table(["streams", "window (bytes)", "peak buffered per stream (bytes)",
+                          "answers before parking, per stream", "unanswered per stream (bytes)",
+                          "full after", "server RSS growth", "of it during the hold",
+                          "messages sent during the hold", "≤ window + one answer"], rows))
+
+    def stream_rates(self, runs):
         self.write("Report 001's `BenchmarkMessage` (583 bytes encoded) streamed to "
                    "`BenchmarkService/Pump`, a bidirectional method that answers every message "
                    "on its stream as `Say` answers it (field1 = \"OK\", field2 = 100), over "

@@ -523,7 +523,8 @@ def summarize(run):
     figures = run.get("figures", {})
     keys = ["mb_per_s", "pkg_per_s", "sessions_per_s", "mib_per_s", "ns_per_switch",
             "calls_per_s", "tps", "rps", "fiber_extra_ns", "p99_us", "first_retry_ms",
-            "idempotent_lost", "non_idempotent_status", "p99_window_ms"]
+            "idempotent_lost", "non_idempotent_status", "p99_window_ms",
+            "peak_buffered_bytes_max", "server_rss_growth_kib"]
     parts = [f"{k}={figures[k]:.6g}" for k in keys if isinstance(figures.get(k), (int, float))]
     if not run.get("verified", False):
         parts.append("NOT VERIFIED")

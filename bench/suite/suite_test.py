@@ -539,8 +539,7 @@ def stream_run(server, tps, round_number, streams=100, cpu=50.0):
 
 class StreamTableTest(unittest.TestCase):
     def test_tern_streams_on_one_connection_against_grpc_stream_client(self):
-        cells = tables.stream_cells(1.0, True)
-        self.assertEqual({c["table"] for c in cells}, {"stream"})
+        cells = [c for c in tables.stream_cells(1.0, True) if c["table"] == "stream"]
         self.assertEqual({c["server"] for c in cells},
                          {"tern", "tern-uring", "grpc-sync", "grpc-callback"})
         self.assertEqual(sorted({c["group"] for c in cells}),
@@ -555,11 +554,29 @@ class StreamTableTest(unittest.TestCase):
             else:
                 self.assertEqual(cell["client"], "peer-stream")
             self.assertFalse(run.idle_poll_args(cell["server"]))
-        quick = tables.stream_cells(0.5, False)
+        quick = [c for c in tables.stream_cells(0.5, False) if c["table"] == "stream"]
         self.assertEqual({c["server"] for c in quick}, {"tern", "tern-uring", "grpc-callback"})
+
+    def test_the_memory_cells_stall_1_and_100_streams_once_each(self):
+        for full in (False, True):
+            cells = tables.in_rounds(tables.all_cells(full, 2.0, ["stream"]), 3)
+            memory = [c for c in cells if c["table"] == "stream-memory"]
+            self.assertEqual([c["args"][c["args"].index("-c") + 1] for c in memory],
+                             ["1", "100"])
+            for cell in memory:
+                self.assertEqual(cell["server"], "tern")
+                self.assertEqual(cell["suite_table"], "stream")
+                self.assertIsNone(cell.get("group"))
+                self.assertEqual(cell["rounds"], 1)
+                self.assertEqual(cell["args"][:3], ["--stream", "--stall", "1.0"])
+                self.assertEqual(cell["args"][cell["args"].index("--shared") + 1], "1")
+            # The memory part adds at most 3 s to the pass.
+            self.assertLessEqual(sum(tables.estimate_seconds(c) for c in memory), 3.0)
 
     def test_each_side_streams_for_about_the_same_time(self):
         for cell in tables.in_rounds(tables.all_cells(False, 2.0, ["stream"]), 3):
+            if cell["table"] == "stream-memory":
+                continue
             messages = int(cell["args"][cell["args"].index("-n") + 1])
             rate = tables.STREAM_RATES["tern" if cell["server"].startswith("tern") else "grpc"]
             self.assertAlmostEqual(messages / rate, 0.5, delta=0.05)
@@ -567,7 +584,7 @@ class StreamTableTest(unittest.TestCase):
     def test_only_stream_selects_the_stream_table(self):
         cells = tables.all_cells(False, 3.0, ["stream"])
         self.assertTrue(cells)
-        self.assertEqual({c["table"] for c in cells}, {"stream"})
+        self.assertEqual({c["table"] for c in cells}, {"stream", "stream-memory"})
 
     def test_the_grpc_stream_client_prints_json_for_its_server(self):
         catalog = run.servers.Catalog("/nonexistent")
@@ -598,6 +615,50 @@ class StreamTableTest(unittest.TestCase):
         self.assertIn("tern: ≥ 2.0×: met", section)
         # Per server CPU-second: grpc-callback 190 on 200 % = 95, below grpc-sync's 110.
         self.assertIn("| 100 | 420 | 400 | 110 | 95 |", section)
+
+    def test_the_memory_part_shows_each_stream_count_against_its_window(self):
+        runs = [stream_memory_run(1, peak=262_500, rss=300, hold=4),
+                stream_memory_run(100, peak=270_000, rss=52_000, hold=-8)]
+        with tempfile.TemporaryDirectory() as directory:
+            text = report.Report({"machine": machine(), "peers": {}, "runs": runs}).render(
+                os.path.join(directory, "REPORT.md"), None)
+        section = text[text.index("## Stream"):]
+        # No rate runs: only the memory part.
+        self.assertNotIn("Messages per second", section)
+        self.assertIn("**Memory with a peer that reads nothing**", section)
+        self.assertIn("`tern-bench rpc --stream --stall 1`", section)
+        self.assertIn("| streams | window (bytes) | peak buffered per stream (bytes) |", section)
+        # 262,500 <= 262,144 + 581: met; 270,000 is past it: missed. 52,000 KiB shows in MiB.
+        self.assertIn("| 1 | 262,144 | 262,500 | 451 | 262,000 | 0.05 s | +300 KiB | +4 KiB | "
+                      "0 | met |", section)
+        self.assertIn("| 100 | 262,144 | 270,000 | 440 to 451 | 262,000 | 0.50 s (not all) | "
+                      "+50.8 MiB | -8 KiB | 0 | missed |", section)
+
+    def test_the_memory_part_follows_the_rates(self):
+        runs = [stream_run("tern", 400, 1), stream_memory_run(1, 1000, 10, 0)]
+        with tempfile.TemporaryDirectory() as directory:
+            text = report.Report({"machine": machine(), "peers": {}, "runs": runs}).render(
+                os.path.join(directory, "REPORT.md"), None)
+        section = text[text.index("## Stream"):]
+        self.assertLess(section.index("Messages per second"),
+                        section.index("Memory with a peer that reads nothing"))
+
+
+def stream_memory_run(streams, peak, rss, hold):
+    return {
+        "mode": "rpc", "target": "tern", "verified": True,
+        "params": {"concurrency": streams, "stream": True, "stall_s": 1.0,
+                   "stream_window": 262_144},
+        "figures": {"streams": streams, "window_bytes": 262_144, "answer_bytes": 581,
+                    "peak_buffered_bytes_max": peak, "answers_before_park_min":
+                    451 if streams == 1 else 440, "answers_before_park_max": 451,
+                    "unanswered_bytes_max": 262_000, "server_rss_growth_kib": rss,
+                    "server_rss_after_full_kib": hold, "messages_sent_after_full": 0,
+                    "fill_s": 0.05 if streams == 1 else 0.5, "all_full": streams == 1},
+        "suite": {"table": "stream-memory", "server": "tern", "round": 1, "rounds": 1,
+                  "placement": "not pinned", "other_cpu_pct": 0.0, "command": "stall",
+                  "problem": None},
+    }
 
 
 class MergeTest(unittest.TestCase):

@@ -3,7 +3,8 @@ the quick pass and the full matrix.
 
 A cell is a dict:
   table           report id: "000", "001", "002-ttcp", "002-log", "003", "004", "switch",
-                  "stream" (streaming RPC, tern vs gRPC), or
+                  "stream" (streaming RPC, tern vs gRPC), "stream-memory" (its memory part: a
+                  peer that reads nothing; run by table "stream"), or
                   the hooks table's parts: "hook-micro", "hook-redis", "hook-pingpong", "hook-rpc"
   kind            cells the runner does not run as one server and one tern-bench: "redis" or
                   "micro" (the hooks table, bench/suite/hooks.py; client: the redis client model,
@@ -273,6 +274,31 @@ def stream_cells(seconds, full):
                 "server": server, "server_threads": 1, "server_mode": "rpc",
                 "client_threads": 1, "client": "tern-bench" if tern else "peer-stream",
                 "estimate_s": CELL_OVERHEAD_S + seconds, "args": args})
+    return cells + stream_memory_cells(STALL_S)
+
+
+# How long the stream table's memory cells hold their full streams.
+STALL_S = 1.0
+
+
+def stream_memory_cells(stall):
+    """The stream table's memory part: tern-rpc-server (epoll, its defaults) driven by
+    `tern-bench rpc --stream --stall` with 1 and then 100 streams on one connection that write
+    as fast as flow control lets them and never read an answer; once every stream is full they
+    are held `stall` seconds. tern-bench reports each stream's peak of unread answers against
+    the window, the answers written before the server's writer parked, and the server's RSS
+    growth up to full and during the hold. Each runs once (no group: nothing to compare it
+    with; gRPC is not measured here)."""
+    cells = []
+    for streams in (1, 100):
+        cells.append({
+            "table": "stream-memory", "mode": "rpc", "server": "tern", "server_threads": 1,
+            "server_mode": "rpc", "client_threads": 1,
+            # Connecting, filling the streams (0.1 to 0.3 s on an idle machine), the hold, and
+            # cancelling the streams.
+            "estimate_s": CELL_OVERHEAD_S + stall + 0.3,
+            "args": ["--stream", "--stall", str(stall), "--shared", "1", "-c", str(streams),
+                     "--workers", "1", "--io", "epoll"]})
     return cells
 
 
@@ -397,7 +423,7 @@ TABLES = {
     "hook": (lambda full, seconds: hook_cells(seconds, full), 34, 250),
     "tls": (lambda full, seconds: tls_cells(seconds, full), 55, 210),
     "failover": (lambda full, seconds: failover_cells(full), 32, 40),
-    "stream": (lambda full, seconds: stream_cells(1.0 if full else 0.5, full), 20, 60),
+    "stream": (lambda full, seconds: stream_cells(1.0 if full else 0.5, full), 23, 63),
     "tls-rpc": (lambda full, seconds: tls_rpc_cells(100_000 if full else 8_000, full), 6, 180),
 }
 

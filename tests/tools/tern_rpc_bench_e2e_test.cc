@@ -1,8 +1,8 @@
 // tern-bench rpc (report 001, docs/benchmark-methods.md) end to end: the real binary against
 // tern-rpc-server (own connections, --shared, a --duration cap, the server's own count of the
-// calls) and against an rpc server of the test's own that answers wrongly, under the backend named
-// by TERN_IO; plus a closed port and bad command lines. Each run makes a few thousand calls at
-// most.
+// calls, streams that read nothing) and against an rpc server of the test's own that answers
+// wrongly, under the backend named by TERN_IO; plus a closed port and bad command lines. Each run
+// makes a few thousand calls at most.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -250,6 +250,38 @@ TEST(TernRpcBench, AClosedPortFailsEveryCall) {
       << r.dump();
 }
 
+TEST(TernRpcBench, StreamsThatReadNothingHoldOneWindowEach) {
+  TernRpcServer server;
+  ASSERT_GT(server.port(), 0) << server.first_line();
+  const ToolRun run = rpc_bench(
+      server.port(), {"--stream", "--stall", "0.2", "--shared", "1", "-c", "4", "--stream-window",
+                      "65536", "--server-pid", std::to_string(server.pid())});
+  const Json r = report_of(run);
+  EXPECT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_EQ(r["verified"], true) << r.dump();
+  EXPECT_EQ(r["errors"], 0) << r.dump();
+  EXPECT_EQ(r["params"]["stream_window"], 65536);
+  const Json& f = r["figures"];
+  EXPECT_EQ(f["streams"], 4);
+  EXPECT_EQ(f["all_full"], true) << r.dump();
+  EXPECT_EQ(f["within_window"], true) << r.dump();
+  EXPECT_EQ(f["failed_streams"], 0);
+  // Every stream holds one window of answers (the server's writer parked), never more than one
+  // answer past it, and the client wrote nothing once the streams were full.
+  const auto answer = f["answer_bytes"].get<std::uint64_t>();
+  EXPECT_GE(f["peak_buffered_bytes_max"].get<std::uint64_t>(), 65536u);
+  EXPECT_LE(f["peak_buffered_bytes_max"].get<std::uint64_t>(), 65536u + answer);
+  EXPECT_GE(f["answers_before_park_min"].get<std::uint64_t>() * answer, 65536u);
+  EXPECT_EQ(f["messages_sent_after_full"], 0) << r.dump();
+  // The server stopped reading each stream within its own window (256 KiB) plus the message
+  // its handler holds.
+  EXPECT_GT(f["unanswered_bytes_max"].get<std::uint64_t>(), 0u);
+  EXPECT_LE(f["unanswered_bytes_max"].get<std::uint64_t>(),
+            (256u << 10) + 2 * bench::kRpcRequestBytes);
+  EXPECT_TRUE(f["server_rss_before_kib"].is_number()) << r.dump();
+  EXPECT_TRUE(f["server_rss_after_full_kib"].is_number()) << r.dump();
+}
+
 TEST(TernRpcBench, BadCommandLinesExitWith2AndSayWhy) {
   struct Case {
     std::vector<std::string> args;
@@ -266,6 +298,9 @@ TEST(TernRpcBench, BadCommandLinesExitWith2AndSayWhy) {
       {{TERN_RPC_SERVER_BINARY, "--io", "kqueue"}, "--io"},
       {{TERN_RPC_SERVER_BINARY, "--port", "70000"}, "--port"},
       {{TERN_BENCH_BINARY, "rpc", "--tls-ca", "ca.crt"}, "--tls-ca needs --tls"},
+      {{TERN_BENCH_BINARY, "rpc", "--stall", "1"}, "--stall needs --stream"},
+      {{TERN_BENCH_BINARY, "rpc", "--stream", "--stall", "10"}, "shorter than --timeout"},
+      {{TERN_BENCH_BINARY, "rpc", "--stream-window", "1000"}, "--stream-window: at least"},
       {{TERN_RPC_SERVER_BINARY, "--tls-cert", "a.crt"}, "--tls-cert and --tls-key go together"},
       {{TERN_RPC_SERVER_BINARY, "--tls-ca", "ca.crt"}, "--tls-ca: client certificates need TLS"},
   };

@@ -332,6 +332,21 @@ CLI::App* add_rpc_options(CLI::App& app, RpcOptions& o) {
                     "each client opens one stream to tern.bench.BenchmarkService/Pump and sends "
                     "its N/C messages on it without waiting (the stream's window bounds what is "
                     "in flight), reading and checking every answer; the rate is messages/s");
+  command
+      ->add_option("--stall", o.stall_s,
+                   "with --stream: a peer that reads nothing. Each client opens its stream and "
+                   "writes as fast as flow control lets it, never reading an answer; once every "
+                   "stream is full (the server's writer and the client's both parked) the "
+                   "streams are held this many seconds more. Reported: the bytes each stream "
+                   "buffered (its peak, against --stream-window), the answers the server wrote "
+                   "before its writer parked, what the server holds unanswered, the server's RSS "
+                   "growth (--server-pid) up to full and after it (0: off; -n is ignored)")
+      ->capture_default_str();
+  command
+      ->add_option("--stream-window", o.stream_window,
+                   "bytes of answers the server may send ahead of a stream's reads (the client "
+                   "channel's stream_window; at least 65536)")
+      ->capture_default_str();
   check_after_parse(command, o);
   return command;
 }
@@ -347,6 +362,12 @@ std::string check_options(RpcOptions& o) {
   if (o.shared > o.concurrency)
     return fmt::format("--shared {}: at most -c ({}) channels", o.shared, o.concurrency);
   if (std::string why = positive_seconds("--timeout", o.timeout_s); !why.empty()) return why;
+  if (o.stall_s < 0) return "--stall: expected 0 or more seconds";
+  if (o.stall_s > 0 && !o.stream) return "--stall needs --stream";
+  if (o.stall_s > 0 && o.stall_s >= o.timeout_s)
+    return fmt::format("--stall {} s: shorter than --timeout ({} s), the streams' deadline",
+                       o.stall_s, o.timeout_s);
+  if (o.stream_window < (64u << 10)) return "--stream-window: at least 65536 bytes";
   if (std::string why = check_network(o.net, 0); !why.empty()) return why;
   const std::size_t channels = o.shared > 0 ? o.shared : o.concurrency;
   if (const std::size_t limit = raise_file_limit(); limit > 0 && channels + 64 > limit)

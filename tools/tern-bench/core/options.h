@@ -110,6 +110,10 @@ struct RpcOptions {
   bool tls = false;               // --tls: every connection over TLS (tern::tls)
   std::string tls_ca;   // --tls-ca: verify the server against this CA bundle (empty: no check)
   bool stream = false;  // --stream: each client is one BenchmarkService/Pump stream
+  // --stall S: with --stream, the clients write and never read the answers (the memory a peer
+  // that reads nothing makes the server hold), and hold the full streams S seconds; 0: off.
+  double stall_s = 0;
+  std::uint32_t stream_window = 256u << 10;  // --stream-window: the client's window per stream
 };
 
 // Each add_*_options adds the subcommand with its options, defaults and checks to `app`

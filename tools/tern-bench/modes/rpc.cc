@@ -7,8 +7,11 @@
 // "OK", field2 100, field3 untouched) and every call timed; TPS = verified calls / seconds from the
 // start to the last reply. With --stream each client is one BenchmarkService/Pump stream instead:
 // it sends its N/C messages without waiting for answers (the stream's flow-control window bounds
-// what is in flight), and the rate is verified answers / seconds.
+// what is in flight), and the rate is verified answers / seconds. With --stream --stall S the
+// clients never read: each writes until its stream is full, the full streams are held S seconds,
+// and the run reports what the streams held (StallStream, report_stall).
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -24,6 +27,7 @@
 #include "core/run_support.h"
 #include "modes/modes.h"
 #include "rpc_message.h"
+#include "soak/soak_stats.h"
 #include "tern/fiber/event.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
@@ -50,6 +54,26 @@ struct Failures {
     messages.push_back(fmt::format("client {}: {}", client, kind));
     kinds.push_back(std::move(kind));
   }
+};
+
+// One stream of --stall: what its writer sent and, at the end of the stall, what it held.
+struct StallStream {
+  std::atomic<std::uint64_t> sent{0};  // messages written (the clock reads it once all are full)
+  std::uint64_t write_waits = 0;       // times its writer parked for the server's window
+  std::size_t buffered_bytes = 0;      // answers received and never read, at the end
+  std::size_t peak_buffered_bytes = 0;
+  bool failed = false;  // the stream failed before the end of the stall
+};
+
+// --stall's clock: the server's RSS (KiB; 0 when unread) before the streams opened, once every
+// stream was full (both writers parked) and --stall seconds later.
+struct StallRss {
+  std::uint64_t before = 0;
+  std::uint64_t full = 0;
+  std::uint64_t end = 0;
+  bool all_full = false;        // every stream filled before the clock gave up waiting
+  double fill_s = 0;            // from the start to the last stream full
+  std::uint64_t sent_full = 0;  // messages all streams had sent by then
 };
 
 // A channel and the clients that call through it; the channel lives on one worker.
@@ -102,6 +126,14 @@ struct Run {
   LoadGate clients;  // the callers: ready (connected), released, done
   Clock::time_point start{};
   Deadline cap = kNoDeadline;
+  // --stall: one entry per client, the server's RSS, the streams not full yet (the last one
+  // sets all_full), and the end of the stall (set by the clock once it read the last RSS; the
+  // clients then note their figures and cancel).
+  std::vector<StallStream> stalls;
+  StallRss rss;
+  std::atomic<std::size_t> filling{0};
+  Event all_full;
+  Event stall_over;
 };
 
 // Channel j: opens it with one connection, waits for the connection, and closes it once its
@@ -111,6 +143,7 @@ void run_channel(Run& run, std::size_t j) {
   rpc::ChannelOptions options;
   options.connections_per_endpoint = 1;
   options.ping_interval = std::chrono::milliseconds(0);  // the peers' clients send none either
+  options.stream_window = run.o.stream_window;
   options.tls = run.tls;
   options.tls_server_name = run.o.net.target.host;
   rpc::Result<rpc::Channel> opened = rpc::Channel::open(run.address, std::move(options));
@@ -174,6 +207,87 @@ void run_stream(Run& run, std::size_t i, ChannelSlot& slot, const BenchmarkMessa
   }
 }
 
+// How often a --stall client looks whether its stream is full.
+constexpr auto kFullPoll = std::chrono::milliseconds(5);
+
+// Client i with --stall: one Pump stream whose writer sends until the stall is over and whose
+// answers are never read. The stream is full once the server's writer parked (the answers
+// buffered reach the window) and this writer parked too (no write and no new wait over a poll),
+// and the server has read all it sent: a Say call on the same connection is answered after the
+// server read every frame before it. Then it waits for the end of the stall, notes what the
+// stream held and cancels it.
+void run_stall(Run& run, std::size_t i, ChannelSlot& slot, const BenchmarkMessage& request) {
+  const std::size_t worker = this_worker::index();
+  StallStream& mine = run.stalls[i];
+  BenchmarkServiceClient client(*slot.channel);
+  rpc::ClientContext context;
+  context.set_deadline(deadline_after(seconds(run.o.timeout_s)));
+  rpc::ClientReaderWriter<BenchmarkMessage, BenchmarkMessage> stream = client.Pump(context);
+  bool over = false;
+  rpc::Status write_failure;
+  Fiber writer = spawn(
+      [&] {
+        while (!over) {
+          write_failure = stream.write(request);
+          if (!write_failure.ok()) return;
+          mine.sent.fetch_add(1, std::memory_order_relaxed);
+        }
+      },
+      {.name = "rpc-stall-writer"});
+  std::uint64_t sent = ~std::uint64_t{0};
+  std::uint64_t waits = 0;
+  while (!run.stall_over.is_set() && write_failure.ok()) {
+    if (!this_fiber::sleep_for(kFullPoll)) break;
+    const std::uint64_t sent_now = mine.sent.load(std::memory_order_relaxed);
+    const std::uint64_t waits_now = stream.stream().write_waits();
+    if (stream.stream().buffered_bytes() >= run.o.stream_window && waits_now > 0 &&
+        sent_now == sent && waits_now == waits)
+      break;
+    sent = sent_now;
+    waits = waits_now;
+  }
+  if (write_failure.ok() && !run.stall_over.is_set()) {
+    BenchmarkMessage reply;
+    rpc::ClientContext call;
+    call.set_deadline(deadline_after(seconds(run.o.timeout_s)));
+    if (rpc::Status status = client.Say(call, request, reply); !status.ok())
+      run.failures[worker].add(i, "the call after the full stream: " + status.to_string());
+  }
+  if (run.filling.fetch_sub(1, std::memory_order_acq_rel) == 1) run.all_full.set();
+  (void)run.stall_over.wait();
+  over = true;
+  mine.write_waits = stream.stream().write_waits();
+  mine.buffered_bytes = stream.stream().buffered_bytes();
+  mine.peak_buffered_bytes = stream.stream().peak_buffered_bytes();
+  if (!write_failure.ok()) {
+    mine.failed = true;
+    run.failures[worker].add(i, "stream failed during the stall: " + write_failure.to_string());
+  }
+  stream.cancel();
+  writer.join();
+}
+
+// The server's RSS in KiB, or 0 when there is no --server-pid or it cannot be read.
+std::uint64_t server_rss_kib(const Run& run) {
+  if (run.o.net.server_pid <= 0) return 0;
+  Result<std::uint64_t> kib = read_rss_kib(run.o.net.server_pid);
+  return kib ? *kib : 0;
+}
+
+// --stall's clock: once every stream is full (or the streams' deadline, less the stall, has
+// passed) reads the server's RSS, then again --stall seconds later, and ends the stall.
+void time_stall(Run& run) {
+  run.rss.all_full =
+      run.all_full.wait_until(run.start + seconds(run.o.timeout_s - run.o.stall_s)).has_value();
+  run.rss.fill_s = seconds_between(run.start, Clock::now());
+  run.rss.full = server_rss_kib(run);
+  for (const StallStream& s : run.stalls)
+    run.rss.sent_full += s.sent.load(std::memory_order_relaxed);
+  (void)this_fiber::sleep_for(seconds(run.o.stall_s));
+  run.rss.end = server_rss_kib(run);
+  run.stall_over.set();
+}
+
 // Client i: waits for the start, then makes its calls one after another.
 void run_client(Run& run, std::size_t i) {
   const std::size_t worker = this_worker::index();
@@ -190,6 +304,8 @@ void run_client(Run& run, std::size_t i) {
     // A channel that did not open: its calls are not made, each counts as failed.
     failures.add(i, slot.error, quota);
     for (std::uint64_t call = 0; call < quota; ++call) run.meter.add_error(worker);
+  } else if (run.o.stall_s > 0) {
+    run_stall(run, i, slot, request);
   } else if (run.o.stream) {
     run_stream(run, i, slot, request);
   } else {
@@ -220,10 +336,104 @@ void run_client(Run& run, std::size_t i) {
   slot.users.done();
 }
 
+// --stall's figures: per stream (its peak of unread answers against the window, the answers the
+// server wrote before its writer parked, the messages it holds unanswered) and the server's RSS
+// growth over each half of the stall. The check: no stream buffered more than the window plus
+// one answer.
+bool report_stall(const Run& run, std::size_t answer_bytes, Report& report) {
+  const RpcOptions& o = run.o;
+  std::size_t peak_max = 0;
+  std::size_t peak_sum = 0;
+  std::uint64_t answers_min = ~std::uint64_t{0};
+  std::uint64_t answers_max = 0;
+  std::uint64_t ahead_max = 0;  // messages sent and not answered, the most of one stream
+  std::uint64_t sent = 0;
+  std::uint64_t waits = 0;
+  std::size_t failed = 0;
+  for (const StallStream& s : run.stalls) {
+    const std::uint64_t answers = answer_bytes > 0 ? s.buffered_bytes / answer_bytes : 0;
+    const std::uint64_t mine = s.sent.load(std::memory_order_relaxed);
+    peak_max = std::max(peak_max, s.peak_buffered_bytes);
+    peak_sum += s.peak_buffered_bytes;
+    answers_min = std::min(answers_min, answers);
+    answers_max = std::max(answers_max, answers);
+    ahead_max = std::max(ahead_max, mine > answers ? mine - answers : 0);
+    sent += mine;
+    waits += s.write_waits;
+    failed += s.failed ? 1 : 0;
+  }
+  const std::size_t streams = run.stalls.size();
+  const StallRss& rss = run.rss;
+  const bool measured_rss = rss.before > 0 && rss.full > 0 && rss.end > 0;
+  const auto growth = [](std::uint64_t from, std::uint64_t to) {
+    return static_cast<std::int64_t>(to) - static_cast<std::int64_t>(from);
+  };
+  report.params["stall_s"] = o.stall_s;
+  report.params["stream_window"] = o.stream_window;
+  report.figures["streams"] = streams;
+  report.figures["window_bytes"] = o.stream_window;
+  report.figures["answer_bytes"] = answer_bytes;
+  report.figures["peak_buffered_bytes_max"] = peak_max;
+  report.figures["peak_buffered_bytes_mean"] =
+      round_to(static_cast<double>(peak_sum) / static_cast<double>(streams), 1);
+  report.figures["answers_before_park_min"] = answers_min;
+  report.figures["answers_before_park_max"] = answers_max;
+  report.figures["unanswered_bytes_max"] = ahead_max * run.message_bytes;
+  report.figures["all_full"] = rss.all_full;
+  report.figures["fill_s"] = round_to(rss.fill_s, 3);
+  report.figures["messages_sent"] = sent;
+  report.figures["messages_sent_after_full"] = sent - rss.sent_full;
+  report.figures["write_waits"] = waits;
+  report.figures["failed_streams"] = failed;
+  const bool within = peak_max <= o.stream_window + answer_bytes;
+  report.figures["within_window"] = within;
+  if (measured_rss) {
+    report.figures["server_rss_before_kib"] = rss.before;
+    report.figures["server_rss_end_kib"] = rss.end;
+    report.figures["server_rss_full_kib"] = rss.full;
+    report.figures["server_rss_growth_kib"] = growth(rss.before, rss.end);
+    report.figures["server_rss_after_full_kib"] = growth(rss.full, rss.end);
+    report.figures["server_rss_growth_per_stream_kib"] = round_to(
+        static_cast<double>(growth(rss.before, rss.end)) / static_cast<double>(streams), 1);
+  } else {
+    report.notes.push_back(
+        "the server's RSS was not measured (no --server-pid, or its "
+        "/proc/PID/status could not be read)");
+  }
+  report.summary.push_back(fmt::format(
+      "{} stream(s) to BenchmarkService/Pump that read nothing, window {} bytes: {} after "
+      "{:.3f} s, then held {:.2f} s; each buffered at most {} bytes of answers ({} to {} "
+      "answers before the server's writer parked); at most {} bytes sent and not answered; {} "
+      "messages sent, {} after the streams were full",
+      streams, o.stream_window, rss.all_full ? "all full" : "NOT all full", rss.fill_s, o.stall_s,
+      peak_max, answers_min, answers_max, ahead_max * run.message_bytes, sent,
+      sent - rss.sent_full));
+  if (measured_rss) {
+    report.summary.push_back(fmt::format(
+        "server RSS {} KiB before the streams, {} KiB once full, {} KiB at the end: {:+} KiB "
+        "({:.1f} KiB per stream), {:+} KiB after the streams were full",
+        rss.before, rss.full, rss.end, growth(rss.before, rss.end),
+        static_cast<double>(growth(rss.before, rss.end)) / static_cast<double>(streams),
+        growth(rss.full, rss.end)));
+  }
+  if (!rss.all_full)
+    report.notes.push_back(fmt::format(
+        "not every stream was full (both writers parked) {:.1f} s after the start: the figures "
+        "after full are from then",
+        rss.fill_s));
+  if (!within)
+    report.add_error(
+        fmt::format("a stream buffered {} bytes: more than its window ({}) plus "
+                    "one answer ({})",
+                    peak_max, o.stream_window, answer_bytes));
+  return within && failed == 0;
+}
+
 int run_rpc(const RpcOptions& o) {
   Result<net::Address> address = resolve_target_or_say(o.net.target, "rpc");
   if (!address) return 1;
   Run run(o, address->to_string());
+  if (o.stall_s > 0) run.stalls = std::vector<StallStream>(o.concurrency);
   if (o.tls) {
     Result<tls::TlsContext> context =
         tls::TlsContext::client({.ca_file = o.tls_ca, .verify_peer = !o.tls_ca.empty()});
@@ -256,6 +466,11 @@ int run_rpc(const RpcOptions& o) {
         run.clients, o.concurrency, "rpc-client", [&run](std::size_t i) { run_client(run, i); },
         [&](Clock::time_point now) {
           run.start = now;
+          if (o.stall_s > 0) {
+            run.rss.before = server_rss_kib(run);
+            run.filling.store(o.concurrency, std::memory_order_relaxed);
+            spawn([&run] { time_stall(run); }, {.name = "rpc-stall-clock"}).detach();
+          }
           if (o.net.duration_s > 0) run.cap = now + seconds(o.net.duration_s);
           for (Clock::time_point& end : run.ends) end = now;
         },
@@ -263,6 +478,29 @@ int run_rpc(const RpcOptions& o) {
     (void)run.channels_closed.wait();
   });
 
+  if (o.stall_s > 0) {
+    std::size_t answer_bytes = 0;
+    {
+      BenchmarkMessage answer;
+      fill_rpc_request(answer);
+      answer_rpc_request(answer);
+      answer_bytes = answer.ByteSizeLong();
+    }
+    report.params["concurrency"] = o.concurrency;
+    report.params["message_bytes"] = run.message_bytes;
+    report.params["shared"] = o.shared;
+    report.params["stream"] = true;
+    add_network_params(report, o.net, backend);
+    for (const Failures& f : run.failures) {
+      report.errors += f.count;
+      for (const std::string& message : f.messages) {
+        if (report.error_messages.size() < Report::kMaxErrorMessages)
+          report.error_messages.push_back(message);
+      }
+    }
+    const bool passed = report_stall(run, answer_bytes, report);
+    return conclude(report, o.net.output, passed);
+  }
   const prof::Histogram latency = run.latency.merged();
   const std::uint64_t calls = o.stream ? run.meter.totals().done : latency.count();
   const Clock::time_point end = *std::max_element(run.ends.begin(), run.ends.end());
