@@ -125,13 +125,11 @@ Fiber& Fiber::operator=(Fiber&& other) noexcept {
   return *this;
 }
 
-Fiber::~Fiber() {
-  if (control_ != nullptr) {
-    TERN_FATAL(
-        "the handle of fiber '{}' (id {}) was destroyed while joinable; call join() or detach() "
-        "first",
-        control_->name, control_->id);
-  }
+void Fiber::destroyed_while_joinable() const noexcept {
+  TERN_FATAL(
+      "the handle of fiber '{}' (id {}) was destroyed while joinable; call join() or detach() "
+      "first",
+      control_->name, control_->id);
 }
 
 void Fiber::check_owner([[maybe_unused]] const char* operation) const {

@@ -319,19 +319,6 @@ Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size
   return FiberSlot{fiber, reinterpret_cast<void*>(entry_at)};
 }
 
-void Scheduler::start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinable) noexcept {
-  fiber->entry = entry;
-  fiber->refs = joinable ? 2 : 1;
-  fiber->state = FiberState::ready;
-  live_.push_back(*fiber);
-  alive_.store(alive_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (spawned_first_) [[unlikely]] {
-    run_queue_.push_front(fiber);
-  } else {
-    push_ready(fiber);
-  }
-}
-
 void Scheduler::abandon_fiber(FiberControl* fiber) noexcept {
   if (fiber->on_shared_stack) [[unlikely]] {
     free_shared_fiber(fiber);

@@ -278,6 +278,20 @@ inline void Scheduler::yield() noexcept {
   switch_from(self, run_queue_.rotate(self));
 }
 
+// Inline: a spawn's way from tern::spawn to the run queue is then one call.
+inline void Scheduler::start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinable) noexcept {
+  fiber->entry = entry;
+  fiber->refs = joinable ? 2 : 1;
+  fiber->state = FiberState::ready;
+  live_.push_back(*fiber);
+  alive_.store(alive_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (spawned_first_) [[unlikely]] {
+    run_queue_.push_front(fiber);
+  } else {
+    push_ready(fiber);
+  }
+}
+
 template <typename Fn>
 inline void Scheduler::timed(prof::LoopPhase phase, Fn&& fn) {
 #if TERN_PROF_ENABLED

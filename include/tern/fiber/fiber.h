@@ -68,7 +68,10 @@ class Fiber {
   Fiber(Fiber&& other) noexcept : control_(std::exchange(other.control_, nullptr)) {}
   Fiber& operator=(Fiber&& other) noexcept;
   // Aborts with a message if the handle is still joinable (neither joined nor detached).
-  ~Fiber();
+  ~Fiber() {
+    if (control_ != nullptr) [[unlikely]]
+      destroyed_while_joinable();
+  }
 
   // Whether the handle refers to a fiber that was not joined or detached yet.
   bool joinable() const noexcept { return control_ != nullptr; }
@@ -91,6 +94,7 @@ class Fiber {
   friend Fiber detail::start_fiber(detail::FiberControl*, detail::FiberEntry*) noexcept;
   explicit Fiber(detail::FiberControl* control) noexcept : control_(control) {}
   void check_owner(const char* operation) const;
+  [[noreturn]] void destroyed_while_joinable() const noexcept;
   [[nodiscard]] Result<void> join_until(Deadline deadline, bool interruptible);
   detail::FiberControl* control_ = nullptr;
 };
