@@ -8,6 +8,8 @@
 // difference in operations; start-up and shutdown cancel out. Operations:
 //   yield       two fibers on one worker yielding to each other: COUNT yields in all;
 //   spawn-join  spawn() of a fiber that does one increment, then join(): COUNT of them;
+//   timed-wait  two fibers handing a semaphore permit back and forth, each waiting with a
+//               300 s timeout renewed on every wait (a connection's idle timeout): COUNT waits;
 //   context     two raw contexts ping-ponging through tern::switch_context: COUNT switches.
 // Every operation checks that the work happened and exits non-zero otherwise.
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include "tern/fiber/context.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
+#include "tern/fiber/semaphore.h"
 
 namespace {
 
@@ -50,6 +53,28 @@ bool run_spawn_joins(std::uint64_t count) {
     for (std::uint64_t i = 0; i < count; ++i) tern::spawn([&ran] { ++ran; }).join();
   });
   return ran == count;
+}
+
+bool run_timed_waits(std::uint64_t count) {
+  using namespace std::chrono_literals;
+  const std::uint64_t rounds = count / 2;
+  std::uint64_t waits[2] = {0, 0};
+  tern::Runtime runtime(tern::RuntimeOptions{.workers = 1});
+  runtime.run([&] {
+    tern::Semaphore turn[2];
+    tern::Fiber other = tern::spawn([&] {
+      for (std::uint64_t i = 0; i < rounds; ++i) {
+        if (turn[1].acquire_for(300s)) ++waits[1];
+        turn[0].release();
+      }
+    });
+    for (std::uint64_t i = 0; i < rounds; ++i) {
+      turn[1].release();
+      if (turn[0].acquire_for(300s)) ++waits[0];
+    }
+    other.join();
+  });
+  return waits[0] == rounds && waits[1] == rounds;
 }
 
 struct RawPair {
@@ -95,17 +120,20 @@ bool run_context_switches(std::uint64_t count) {
 int main(int argc, char** argv) {
   const std::string_view op = argc > 1 ? argv[1] : "";
   const long count = argc > 2 ? std::atol(argv[2]) : 0;
-  if (argc != 3 || count <= 0 || (op != "yield" && op != "spawn-join" && op != "context")) {
+  if (argc != 3 || count <= 0 ||
+      (op != "yield" && op != "spawn-join" && op != "timed-wait" && op != "context")) {
     std::fprintf(
         stderr,
-        "usage: fiber_op_counts yield|spawn-join|context COUNT\n"
-        "Runs COUNT fiber yields, spawn+joins or raw context switches on one worker,\n"
+        "usage: fiber_op_counts yield|spawn-join|timed-wait|context COUNT\n"
+        "Runs COUNT fiber yields, spawn+joins, timed waits or raw context switches on one\n"
+        "worker,\n"
         "for instruction counts under callgrind (run two counts, divide the difference).\n");
     return op == "--help" ? 0 : 2;
   }
   const auto n = static_cast<std::uint64_t>(count);
   const bool ok = op == "yield"        ? run_yields(n)
                   : op == "spawn-join" ? run_spawn_joins(n)
+                  : op == "timed-wait" ? run_timed_waits(n)
                                        : run_context_switches(n);
   if (!ok) {
     std::fprintf(stderr, "fiber_op_counts: %s: the counts do not match %ld\n", argv[1], count);

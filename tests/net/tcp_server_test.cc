@@ -280,6 +280,37 @@ TEST(TcpServer, IdleConnectionsTimeOut) {
   });
 }
 
+// The idle timeout counts from each read's start: a connection that was read from has its full
+// timeout again for the next read.
+TEST(TcpServer, IdleTimeoutCountsFromTheLastRead) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    std::error_code seen;
+    tern::Deadline second_read{};
+    tern::Deadline ended_at{};
+    tern::Event ended;
+    TcpServer server({.idle_timeout = 100ms}, [&](TcpStream& stream) {
+      std::array<std::byte, 8> buf;
+      if (!stream.read(buf)) return ended.set();
+      second_read = tern::Clock::now();
+      tern::Result<std::size_t> n = stream.read(buf);
+      ended_at = tern::Clock::now();
+      seen = n ? std::error_code() : n.error();
+      ended.set();
+    });
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    ASSERT_TRUE(bound);
+    tern::Result<TcpStream> client = TcpStream::connect(*bound);
+    ASSERT_TRUE(client);
+    const std::array<std::byte, 1> one{std::byte{1}};
+    ASSERT_TRUE(client->write_all(one));
+    ASSERT_TRUE(ended.wait_for(30s));
+    EXPECT_EQ(seen, std::errc::timed_out);
+    EXPECT_GE(ended_at - second_read, 100ms);
+    server.stop(tern::deadline_after(10s));
+  });
+}
+
 // A peer that vanishes without a FIN is only found by probes: every accepted connection carries
 // the probe settings of ServerOptions::keepalive, and a user timeout of the same length.
 TEST(TcpServer, AcceptedConnectionsProbeTheirPeerAsKeepaliveSays) {
