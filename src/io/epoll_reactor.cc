@@ -7,7 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -334,9 +337,20 @@ class EpollReactor final : public Reactor {
       auto remaining = deadline - Clock::now();
       if (remaining < Clock::duration::zero()) remaining = Clock::duration::zero();
       const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(remaining).count();
-      timespec timeout = {static_cast<time_t>(ns / 1'000'000'000),
-                          static_cast<long>(ns % 1'000'000'000)};
-      count = ::epoll_pwait2(epoll_, events, kMaxEvents, &timeout, nullptr);
+      count = -1;
+      if (pwait2_) {
+        timespec timeout = {static_cast<time_t>(ns / 1'000'000'000),
+                            static_cast<long>(ns % 1'000'000'000)};
+        count = ::epoll_pwait2(epoll_, events, kMaxEvents, &timeout, nullptr);
+        // Refused by kernels before 5.11 and by valgrind: a failing wait would make the worker
+        // spin until its next timer, so wait in milliseconds from now on.
+        if (count < 0 && errno == ENOSYS) pwait2_ = false;
+      }
+      if (!pwait2_) {
+        // Rounded up: the wait never ends before the deadline.
+        const auto ms = std::min<std::int64_t>((ns + 999'999) / 1'000'000, INT_MAX);
+        count = tern::detail::sys.epoll_wait(epoll_, events, kMaxEvents, static_cast<int>(ms));
+      }
     }
     if (count <= 0) return;
     prof::timed_phase(prof::LoopProfiler::current(), prof::LoopPhase::handle, [&] {
@@ -402,6 +416,7 @@ class EpollReactor final : public Reactor {
   int epoll_;
   int wake_;
   int budget_ = kBudget;
+  bool pwait2_ = true;  // epoll_pwait2 works here (wait_events: else epoll_wait in ms)
   std::vector<std::unique_ptr<FdState>> states_;
 };
 
