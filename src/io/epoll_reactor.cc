@@ -161,8 +161,12 @@ class EpollReactor final : public Reactor {
 
   // wait_ready, handing a reader's buffer to the edge's dispatch when `pending` is set.
   Result<void> wait_ready(int fd, bool writable, Deadline deadline, PendingRecv* pending) {
-    if (Result<void> registered = register_fd(fd); !registered) return registered;
-    FdState& state = *states_[fd];
+    FdState* known = registered_state(fd);  // the common case: no call to register_fd
+    if (known == nullptr) {
+      if (Result<void> registered = register_fd(fd); !registered) return registered;
+      known = states_[fd].get();
+    }
+    FdState& state = *known;
     bool& ready = writable ? state.writable : state.readable;
     if (ready) {  // an edge arrived since the last wait: try the call again first
       ready = false;
