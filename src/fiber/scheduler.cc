@@ -37,9 +37,9 @@ prof::Counter idle_polls_cut(
 // A wake's result, copied rather than built: std::error_code() calls system_category().
 const std::error_code kNoError{};
 
-// A wait that ends this long or more before its deadline leaves its timer in the heap for the
-// fiber's next wait (Scheduler::settle_timer): one stale firing at most, against a removal and an
-// insertion per wait.
+// A wait whose deadline is this long or more after its start leaves its timer in the heap, when
+// something else ends it, for the fiber's next wait (Scheduler::settle_timer): one stale firing at
+// most, against a removal and an insertion per wait.
 constexpr std::chrono::seconds kKeepTimerBeyond{1};
 
 bool claim_fiber(FiberControl* fiber) noexcept {
@@ -421,6 +421,9 @@ std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool inte
     suspend();
     return self->wake_result;
   }
+  // A timed wait reads the coarse clock once: to see a deadline already past, and afterwards to
+  // judge whether its timer is far enough off to keep (settle_timer).
+  const Deadline started = deadline != kNoDeadline ? coarse_now() : Deadline{};
   bool claimed_elsewhere = false;
   if (interruptible && (self->interrupt_requested || stop_requested())) {
     if (claim_fiber(self)) {
@@ -428,7 +431,7 @@ std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool inte
       return std::make_error_code(std::errc::operation_canceled);
     }
     claimed_elsewhere = true;
-  } else if (deadline != kNoDeadline && deadline <= coarse_now()) {
+  } else if (deadline != kNoDeadline && deadline <= started) {
     // Surely past (coarse_now() lags): no timer. One that passed within the lag is fired by the
     // next fire_timers(), which reads the clock precisely, before this fiber could run again.
     if (claim_fiber(self)) return deadline_exceeded();
@@ -443,7 +446,7 @@ std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool inte
   }
   self->state = FiberState::waiting;
   suspend();
-  if (self->wait_deadline != kNoDeadline) settle_timer(self);
+  if (self->wait_deadline != kNoDeadline) settle_timer(self, started);
   if (self->waiting_hook.linked()) interruptible_.remove(*self);
   self->interruptible_wait = false;
   return self->wake_result;
@@ -465,14 +468,16 @@ void Scheduler::arm_timer(FiberControl* self, Deadline deadline) {
   count_timers();
 }
 
-void Scheduler::settle_timer(FiberControl* self) noexcept {
+void Scheduler::settle_timer(FiberControl* self, Deadline started) noexcept {
   self->wait_deadline = kNoDeadline;
   if (!self->timer.armed()) return;  // it fired
   // Waits such as a connection's reads with an idle timeout of minutes end long before their
   // deadline, thousands of times a second on a busy server: removing the node and inserting it
   // again moves other fibers' nodes in a heap of one per connection, each a cache miss. Kept,
   // the node fires at most once more, and is then re-armed for the wait going on or dropped.
-  if (self->timer.when > coarse_now() + kKeepTimerBeyond) {
+  // "Far" counts from the start of the wait, which spares a clock read: a wait that outlasted
+  // the margin keeps a node due soon, which costs that one stale firing and nothing more.
+  if (self->timer.when > started + kKeepTimerBeyond) {
     self->timer_kept = true;
     ++kept_timers_;
   } else {

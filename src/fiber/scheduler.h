@@ -143,7 +143,8 @@ class Scheduler {
   void arm_timer(FiberControl* self, Deadline deadline);
   // After a wait with a timer: keeps the node in the heap while its deadline is far (the next
   // wait, often a socket read's idle timeout, then makes no heap operation), else disarms it.
-  void settle_timer(FiberControl* self) noexcept;
+  // `started`: the coarse time at the start of the wait.
+  void settle_timer(FiberControl* self, Deadline started) noexcept;
   // Disarms a finishing fiber's kept timer.
   void drop_kept_timer(FiberControl* self) noexcept;
   // Publishes the armed timers that some wait still needs for timers_pending() after the heap
