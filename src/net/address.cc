@@ -198,11 +198,26 @@ std::string Address::to_string() const {
   char host[INET6_ADDRSTRLEN] = {};
   std::string text;
   switch (family()) {
-    case AF_INET:
-      ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr, host,
-                  sizeof host);
-      text.append(host).append(":").append(std::to_string(port()));
+    case AF_INET: {
+      // By hand rather than inet_ntop, whose sprintf takes kilobytes of stack: formatting a new
+      // connection's peer on a fresh fiber stack touched a page for it (a fault and 4 KiB of
+      // memory per connection).
+      const auto append_decimal = [&text](unsigned value) {
+        char digits[8];
+        const std::to_chars_result end = std::to_chars(digits, digits + sizeof digits, value);
+        text.append(digits, end.ptr);
+      };
+      const auto* octets = reinterpret_cast<const unsigned char*>(
+          &reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr);
+      text.reserve(sizeof "255.255.255.255:65535");
+      for (int i = 0; i < 4; ++i) {
+        if (i > 0) text.push_back('.');
+        append_decimal(octets[i]);
+      }
+      text.push_back(':');
+      append_decimal(port());
       return text;
+    }
     case AF_INET6:
       ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr, host,
                   sizeof host);

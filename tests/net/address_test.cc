@@ -41,6 +41,9 @@ TEST(AddressParse, Ipv4HostAndPort) {
   EXPECT_EQ(a.to_string(), "1.2.3.4:80");
   EXPECT_EQ(parsed("255.255.255.255:65535").port(), 65535);
   EXPECT_EQ(parsed("0.0.0.0:0").port(), 0);
+  EXPECT_EQ(parsed("255.255.255.255:65535").to_string(), "255.255.255.255:65535");
+  EXPECT_EQ(parsed("0.0.0.0:0").to_string(), "0.0.0.0:0");
+  EXPECT_EQ(parsed("10.0.100.9:443").to_string(), "10.0.100.9:443");
 }
 
 TEST(AddressParse, BracketedIpv6) {
