@@ -2,7 +2,8 @@
 // io_uring_setup fail (ENOSYS, as on a kernel without io_uring, or EPERM, as under a container's
 // policy) before anything probes io_uring (the probe's result is cached per process, hence the
 // fork). With backend auto the runtime must run on epoll, serve a socket round trip and log why;
-// with the uring backend forced it must stop with a message naming the reason, not crash.
+// with the uring backend forced it must stop with a message naming the reason, not crash. The
+// same way, epoll_pwait2 refused: the epoll reactor's timed waits must still wait and end.
 // The parent runs no runtime and starts no thread, so each child starts from a clean process.
 #include <gtest/gtest.h>
 #include <linux/audit.h>
@@ -10,11 +11,15 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -24,8 +29,11 @@
 #include <utility>
 
 #include "reliability/reliability_util.h"
+#include "tern/base/detail/sys_calls.h"
+#include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/io/backend.h"
+#include "tern/io/io.h"
 #include "tern/net/tcp_listener.h"
 #include "tern/net/tcp_stream.h"
 
@@ -41,15 +49,15 @@ constexpr std::uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
 #error "reliability_io_test knows the seccomp architecture of x86_64 and aarch64 only"
 #endif
 
-// Makes io_uring_setup fail with `error` in this process from now on (other system calls are
-// allowed). Returns whether the filter is installed.
-bool refuse_io_uring_setup(int error) {
+// Makes the system call `number` fail with `error` in this process from now on (other system
+// calls are allowed). Returns whether the filter is installed.
+bool refuse_system_call(std::uint32_t number, int error) {
   sock_filter program[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, number, 0, 1),
       BPF_STMT(BPF_RET | BPF_K,
                SECCOMP_RET_ERRNO | (static_cast<std::uint32_t>(error) & SECCOMP_RET_DATA)),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
@@ -58,6 +66,9 @@ bool refuse_io_uring_setup(int error) {
   return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
          ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter) == 0;
 }
+
+// Makes io_uring_setup fail with `error` in this process from now on.
+bool refuse_io_uring_setup(int error) { return refuse_system_call(__NR_io_uring_setup, error); }
 
 // How a child ended and what it wrote to stderr.
 struct ChildEnd {
@@ -212,6 +223,48 @@ TEST(UringRefused, ForcedUringStopsWithTheReason) {
               std::string::npos)
         << end.err;
   }
+}
+
+// epoll_pwait2 refused (kernels before 5.11, valgrind): the epoll reactor's timed waits fall back
+// to epoll_wait in milliseconds, through tern's system call table, which the child counts. A
+// reactor that kept calling the refused epoll_pwait2 would spin without waiting and never make
+// a timed epoll_wait.
+std::atomic<int> timed_epoll_waits{0};
+int counting_epoll_wait(int epoll, epoll_event* events, int max, int timeout_ms) {
+  if (timeout_ms > 0) timed_epoll_waits.fetch_add(1, std::memory_order_relaxed);
+  return ::epoll_wait(epoll, events, max, timeout_ms);
+}
+
+TEST(EpollPwait2Refused, TimedWaitsWaitThroughEpollWait) {
+  const ChildEnd end = run_in_child([] {
+    ChildChecks checks;
+    if (!refuse_system_call(__NR_epoll_pwait2, ENOSYS)) {
+      std::fprintf(stderr, "cannot install the seccomp filter: %s\n", std::strerror(errno));
+      return 2;
+    }
+    tern::detail::sys.epoll_wait = &counting_epoll_wait;
+    tern::Runtime runtime(
+        {.workers = 1, .make_parker = tern::io::reactors(tern::io::BackendChoice::epoll)});
+    runtime.run([&] {
+      const tern::Deadline slept_until = tern::deadline_after(30ms);
+      checks.expect(tern::this_fiber::sleep_until(slept_until).has_value(),
+                    "the sleep was cut short");
+      checks.expect(tern::Clock::now() >= slept_until, "the sleep ended before its deadline");
+      int fds[2];
+      checks.expect(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds) == 0,
+                    "no socket pair");
+      std::array<std::byte, 16> buffer;
+      tern::Result<std::size_t> got = tern::io::recv(fds[0], buffer, 0, tern::deadline_after(50ms));
+      checks.expect(!got && got.error() == std::errc::timed_out,
+                    "a read of a silent socket did not time out");
+      tern::io::close(fds[0]);
+      tern::io::close(fds[1]);
+      checks.expect(socket_round_trip(), "no socket round trip");
+    });
+    checks.expect(timed_epoll_waits.load() > 0, "no timed wait went through epoll_wait");
+    return checks.failures == 0 ? 0 : 1;
+  });
+  EXPECT_EQ(end.status, 0) << end.err;
 }
 
 }  // namespace
