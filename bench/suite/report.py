@@ -226,12 +226,39 @@ PER_CPU_FIGURE = {"000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "s
                   "stream": "tps"}
 
 
+# Tables whose peers are driven by clients of their own (RPC and streams), which do not measure
+# the server: there every server, tern's included, is measured the same way, by the suite over the
+# whole cell (start-up and connecting included), and its figure per CPU-second is the cell's
+# verified calls or messages ÷ those CPU-seconds. tern-bench's own measurement covers only its
+# timed window and would leave out what connecting costs tern.
+WHOLE_CELL_CPU_TABLES = ("001", "tls-rpc", "stream")
+
+
+def whole_cell_cpu(run):
+    """For a table of WHOLE_CELL_CPU_TABLES: the run's server CPU over the whole cell as
+    (CPU-seconds, % of one CPU), or (None, None) when the suite did not measure it."""
+    suite = run.get("suite", {})
+    cpu_s, cell_s = suite.get("server_cpu_s_cell"), suite.get("cell_s")
+    if cpu_s is None or not cell_s:
+        return None, None
+    return cpu_s, round(cpu_s / cell_s * 100.0, 1)
+
+
 def add_per_server_cpu_second(runs):
     """Gives every run of a throughput table with a known server CPU the figure
-    per_server_cpu_s (its PER_CPU_FIGURE per second of server CPU)."""
+    per_server_cpu_s (its PER_CPU_FIGURE per second of server CPU; in WHOLE_CELL_CPU_TABLES the
+    cell's calls per second of the server's CPU over the whole cell)."""
     for run in runs:
-        key = PER_CPU_FIGURE.get(run.get("suite", {}).get("table"))
-        value = per_cpu_second(fig(run, key), run.get("server_cpu_pct")) if key else None
+        table_name = run.get("suite", {}).get("table")
+        key = PER_CPU_FIGURE.get(table_name)
+        if not key:
+            continue
+        if table_name in WHOLE_CELL_CPU_TABLES:
+            cpu_s, _ = whole_cell_cpu(run)
+            calls = fig(run, "calls")
+            value = calls / cpu_s if calls is not None and cpu_s else None
+        else:
+            value = per_cpu_second(fig(run, key), run.get("server_cpu_pct"))
         if value is not None:
             run.setdefault("figures", {})["per_server_cpu_s"] = value
 
@@ -521,21 +548,39 @@ class Report:
                          "in steps of that size")
             self.write(text + ".\n")
 
-    def cpu_tables(self, head, cells, servers, unit, what):
+    def cpu_tables(self, head, cells, servers, unit, what, whole_cell=False):
         """The two tables every throughput comparison ends with, one row per key of `cells`
         ({row key: {server: median run}}; head(key) gives the row's first columns, `what` their
         names): each server's CPU (% of one CPU over its run), then its rate per second of its
         own CPU ("per_server_cpu_s", in `unit`) and the better tern backend's ratio to the best
-        peer's, with the rounds' spread."""
-        self.write("**Server CPU** (% of one CPU over the run). tern runs at its defaults: its "
-                   "idle workers sleep, as the peers' do; a labelled idle-poll column polls "
-                   "before it sleeps, so that server shows near 100% even while it waits.\n")
+        peer's, with the rounds' spread. `whole_cell`: the table is one of
+        WHOLE_CELL_CPU_TABLES, whose CPU figures cover the whole cell for every server."""
+        if whole_cell:
+            self.write("**Server CPU** (% of one CPU over the whole cell: start-up, connecting and "
+                       "the calls). The peers' own clients do not measure the server, so the "
+                       "suite measures every server here, tern's too, from its process's CPU "
+                       "time. tern runs at its defaults: its idle workers sleep, as the peers' "
+                       "do.\n")
+        else:
+            self.write("**Server CPU** (% of one CPU over the run). tern runs at its defaults: "
+                       "its idle workers sleep, as the peers' do; a labelled idle-poll column "
+                       "polls before it sleeps, so that server shows near 100% even while it "
+                       "waits.\n")
+
+        def cpu_pct(run):
+            return whole_cell_cpu(run)[1] if whole_cell else run.get("server_cpu_pct")
+
         names = what + [label(s) for s in servers]
-        self.write(table(names, [head(key) + [fmt(cells[key][s].get("server_cpu_pct"))
+        self.write(table(names, [head(key) + [fmt(cpu_pct(cells[key][s]))
                                               if s in cells[key] else "–" for s in servers]
                                  for key in cells]))
-        self.write(f"**{unit} per second of server CPU** (the rate ÷ the server's CPU share): the "
-                   "cost of each server's work, whoever sets the rate.\n")
+        if whole_cell:
+            self.write(f"**{unit} per second of server CPU** (the cell's verified {unit.lower()} "
+                       "÷ the server's CPU-seconds over the whole cell, connecting included): "
+                       "the cost of each server's work, whoever sets the rate.\n")
+        else:
+            self.write(f"**{unit} per second of server CPU** (the rate ÷ the server's CPU share): "
+                       "the cost of each server's work, whoever sets the rate.\n")
         rows = []
         for key, here in cells.items():
             values = {s: fig(r, "per_server_cpu_s") for s, r in here.items()}
@@ -678,7 +723,7 @@ class Report:
                              [f"{t} ÷ best peer" for t in TERN] + extra, rows))
         self.write(SPREAD_NOTE)
         self.cpu_tables(lambda level: [f"{level:,}"], {level: cells[level] for level in levels},
-                        servers, "Calls", ["clients"])
+                        servers, "Calls", ["clients"], whole_cell=True)
         self.write("**Each server in report 001's layout** (latency in µs)\n")
         for s in servers:
             self.write(f"*{label(s)}*\n")
@@ -795,7 +840,7 @@ class Report:
                          [f"{t} ÷ best gRPC" for t in TERN] + ["target"], rows))
         self.write(SPREAD_NOTE)
         self.cpu_tables(lambda level: [f"{level:,}"], {level: cells[level] for level in levels},
-                        servers, "Messages", ["streams"])
+                        servers, "Messages", ["streams"], whole_cell=True)
 
     def hooks(self):
         redis, micro = self.by_table("hook-redis"), self.by_table("hook-micro")
@@ -968,7 +1013,8 @@ class Report:
                           "target (TLS costs ≤ 30 %)"], rows))
         self.write("**b. p99 latency** (µs), lower is better\n")
         self.write(table(["clients"] + [label(s) for s in servers], p99_rows))
-        self.cpu_tables(lambda k: [f"{k:,}"], cells, servers, "Calls", ["clients"])
+        self.cpu_tables(lambda k: [f"{k:,}"], cells, servers, "Calls", ["clients"],
+                        whole_cell=True)
         self.write(SPREAD_NOTE)
 
     def tls_pingpong(self, runs):

@@ -285,6 +285,9 @@ class Suite:
             }
             if problem:
                 run["verified"] = False
+            if server:  # every server's CPU over the whole cell, as the suite measures it
+                run["suite"]["server_cpu_s_cell"] = round(server_ticks / machine.CLOCK_TICKS, 3)
+                run["suite"]["cell_s"] = round(elapsed, 3)
             # The RPC peers' own clients do not measure the server: the suite's measurement over
             # the whole cell (start-up included) stands in, so every server gets a CPU figure.
             if server and run.get("server_cpu_pct") is None:

@@ -83,6 +83,37 @@ def machine():
             "kernel": "Linux", "compiler": "c++", "build_type": "Release", "rounds": 3}
 
 
+class PerServerCpuSecondTest(unittest.TestCase):
+    @staticmethod
+    def rpc_run(server, calls, tps, window_cpu_pct, cell_cpu_s, cell_s):
+        return {"mode": "rpc", "target": server, "verified": True,
+                "params": {"concurrency": 5000},
+                "figures": {"calls": calls, "tps": tps},
+                "server_cpu_pct": window_cpu_pct,
+                "suite": {"table": "001", "server": server, "group": "001 5000 clients",
+                          "server_cpu_s_cell": cell_cpu_s, "cell_s": cell_s}}
+
+    def test_rpc_tables_measure_every_server_over_the_whole_cell(self):
+        # tern-bench measured tern's server over its timed window only (40%); the suite
+        # measured both servers over the whole cell, connecting included.
+        tern = self.rpc_run("tern", 30000, 30000.0, 40.0, 1.5, 3.0)
+        rpcx = self.rpc_run("rpcx", 30000, 15000.0, None, 1.0, 4.0)
+        report.add_per_server_cpu_second([tern, rpcx])
+        self.assertAlmostEqual(tern["figures"]["per_server_cpu_s"], 20000.0)
+        self.assertAlmostEqual(rpcx["figures"]["per_server_cpu_s"], 30000.0)
+        self.assertEqual(report.whole_cell_cpu(tern), (1.5, 50.0))
+
+    def test_a_run_the_suite_did_not_measure_gets_no_figure(self):
+        run_without = self.rpc_run("tern", 30000, 30000.0, 40.0, None, None)
+        report.add_per_server_cpu_second([run_without])
+        self.assertNotIn("per_server_cpu_s", run_without["figures"])
+
+    def test_other_tables_divide_the_rate_by_the_servers_cpu_share(self):
+        run_003 = pingpong_run("tern", 100.0, 1)  # 50% CPU
+        report.add_per_server_cpu_second([run_003])
+        self.assertAlmostEqual(run_003["figures"]["per_server_cpu_s"], 200.0)
+
+
 class InRoundsTest(unittest.TestCase):
     def test_each_round_of_a_group_starts_one_server_later(self):
         cells = [{"table": "switch", "server": None}] + [
@@ -401,10 +432,11 @@ class ReportTest(unittest.TestCase):
         def rpc_run(server, tps, round_number):
             return {"mode": "rpc", "target": server, "verified": True,
                     "params": {"concurrency": 100}, "server_cpu_pct": 100.0,
-                    "figures": {"tps": tps, "p99_us": 1000.0 / tps},
+                    "figures": {"tps": tps, "p99_us": 1000.0 / tps, "calls": tps * 10},
                     "suite": {"table": "001", "server": server, "group": "001 100 clients",
                               "round": round_number, "rounds": 3, "placement": "not pinned",
-                              "other_cpu_pct": 0.0, "command": "x", "problem": None}}
+                              "other_cpu_pct": 0.0, "command": "x", "problem": None,
+                              "server_cpu_s_cell": 10.0, "cell_s": 10.0}}
         rounds = {1: (100, 90, 50), 2: (110, 99, 45), 3: (95, 70, 50)}
         runs = [rpc_run(s, tps, n) for n, figures in rounds.items()
                 for s, tps in zip(("tern", "tern-uring", "rpcx"), figures)]
@@ -530,10 +562,11 @@ def stream_run(server, tps, round_number, streams=100, cpu=50.0):
     return {
         "mode": "rpc", "target": server, "verified": True,
         "params": {"concurrency": streams, "calls": 1000, "stream": True},
-        "figures": {"tps": tps, "calls": 1000}, "server_cpu_pct": cpu,
+        "figures": {"tps": tps, "calls": tps * 2}, "server_cpu_pct": cpu,
         "suite": {"table": "stream", "server": server, "group": f"stream {streams} streams",
                   "round": round_number, "rounds": 3, "placement": "not pinned",
-                  "other_cpu_pct": 0.0, "command": f"stream vs {server}", "problem": None},
+                  "other_cpu_pct": 0.0, "command": f"stream vs {server}", "problem": None,
+                  "server_cpu_s_cell": 2.0 * cpu / 100.0, "cell_s": 2.0},
     }
 
 
@@ -722,10 +755,11 @@ def tls_rpc_run(server, tps, round_number, clients=100, cpu=50.0):
     return {
         "mode": "rpc", "target": server, "verified": True, "server_cpu_pct": cpu,
         "params": {"concurrency": clients, "calls": 1000},
-        "figures": {"tps": tps, "p99_us": 1000.0 / tps * 1e3},
+        "figures": {"tps": tps, "p99_us": 1000.0 / tps * 1e3, "calls": tps * 2},
         "suite": {"table": "tls-rpc", "server": server, "group": f"tls rpc {clients} clients",
                   "round": round_number, "rounds": 3, "placement": "not pinned",
-                  "other_cpu_pct": 0.0, "command": f"rpc vs {server}", "problem": None},
+                  "other_cpu_pct": 0.0, "command": f"rpc vs {server}", "problem": None,
+                  "server_cpu_s_cell": 2.0 * cpu / 100.0, "cell_s": 2.0},
     }
 
 
