@@ -202,6 +202,26 @@ TEST(MpscQueue, ManyProducersOneConsumerLoseNothingAndKeepPerProducerOrder) {
   for (std::thread& t : producers) t.join();
   EXPECT_EQ(received, kProducers * kPerProducer);
   EXPECT_EQ(queue.pop(), nullptr);
+  EXPECT_TRUE(queue.drained());
+}
+
+TEST(MpscQueue, DrainedUntilAPushAndAgainOnceEverythingIsPopped) {
+  tern::MpscQueue queue;
+  EXPECT_TRUE(queue.drained());
+  QueueItem items[3];
+  queue.push(&items[0]);
+  EXPECT_FALSE(queue.drained());
+  EXPECT_EQ(queue.pop(), &items[0]);
+  EXPECT_TRUE(queue.drained());
+  queue.push(&items[1]);
+  queue.push(&items[2]);
+  EXPECT_FALSE(queue.drained());
+  EXPECT_EQ(queue.pop(), &items[1]);
+  EXPECT_FALSE(queue.drained());
+  EXPECT_EQ(queue.pop(), &items[2]);
+  EXPECT_TRUE(queue.drained());
+  EXPECT_EQ(queue.pop(), nullptr);
+  EXPECT_TRUE(queue.drained());
 }
 
 TEST(SpinLock, ExcludesAcrossThreads) {

@@ -25,6 +25,13 @@ class MpscQueue {
     prev->next.store(node, std::memory_order_release);
   }
 
+  // Whether pop() would return nullptr now without looking further: nothing queued since the
+  // queue was last drained (or a first push still between its two steps). Two loads, for a
+  // consumer that polls an idle queue often. Consumer thread only.
+  bool drained() const noexcept {
+    return tail_ == &stub_ && stub_.next.load(std::memory_order_acquire) == nullptr;
+  }
+
   // Dequeues the oldest node, or returns nullptr when empty (or when a producer is between
   // its two steps; that node shows up on a later call). Consumer thread only.
   MpscNode* pop() noexcept {
