@@ -332,7 +332,13 @@ TEST(TernBench, SwitchPrintsOneVerifiedReportPerVariant) {
     EXPECT_EQ(r["figures"]["switches"], 200000);
     EXPECT_EQ(r["figures"]["switches_a"], 100000);
     EXPECT_EQ(r["figures"]["switches_b"], 100000);
-    expect_positive(r["figures"], {"ns_per_switch", "switches_per_s"});
+    expect_positive(r["figures"], {"ns_per_switch", "switches_per_s", "batch_p50_ns_per_switch"});
+    // The batch spread is read from the batches' own values: ordered, the largest one the max.
+    const Json& f = r["figures"];
+    EXPECT_LE(f["batch_p50_ns_per_switch"].get<double>(),
+              f["batch_p99_ns_per_switch"].get<double>());
+    EXPECT_LE(f["batch_p99_ns_per_switch"].get<double>(),
+              f["batch_max_ns_per_switch"].get<double>());
     targets.push_back(r["target"]);
   }
   EXPECT_EQ(targets, (std::vector<std::string>{"tern-fiber", "tern-context"}));
