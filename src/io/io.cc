@@ -39,41 +39,58 @@ detail::Reactor& reactor(const char* operation) {
 }
 
 // A wait that ended at its deadline reads as one ("deadline exceeded", still equal to
-// std::errc::timed_out); the kernel's own ETIMEDOUT (system_category) stays as it is.
+// std::errc::timed_out); the kernel's own ETIMEDOUT (system_category) stays as it is. Only for
+// failures, out of line and in place: the operations' successes return the reactor's result as
+// constructed, with no copy and no comparison.
+template <typename T>
+[[gnu::cold, gnu::noinline]] void name_deadline(Result<T>& result) {
+  if (result.error() == std::make_error_code(std::errc::timed_out))
+    result = fail(deadline_exceeded());
+}
+
+// named_deadline for operations that count no bytes.
 template <typename T>
 Result<T> named_deadline(Result<T> result) {
-  if (!result && result.error() == std::make_error_code(std::errc::timed_out))
-    return fail(deadline_exceeded());
+  if (!result) [[unlikely]]
+    name_deadline(result);
   return result;
 }
 
 }  // namespace
 
 Result<std::size_t> read(int fd, std::span<std::byte> buf, Deadline deadline) {
-  Result<std::size_t> n =
-      named_deadline(reactor("read").read(fd, buf.data(), buf.size(), deadline));
-  if (n) bytes_read.add(*n);
+  Result<std::size_t> n = reactor("read").read(fd, buf.data(), buf.size(), deadline);
+  if (n) [[likely]]
+    bytes_read.add(*n);
+  else
+    name_deadline(n);
   return n;
 }
 
 Result<std::size_t> write(int fd, std::span<const std::byte> buf, Deadline deadline) {
-  Result<std::size_t> n =
-      named_deadline(reactor("write").write(fd, buf.data(), buf.size(), deadline));
-  if (n) bytes_written.add(*n);
+  Result<std::size_t> n = reactor("write").write(fd, buf.data(), buf.size(), deadline);
+  if (n) [[likely]]
+    bytes_written.add(*n);
+  else
+    name_deadline(n);
   return n;
 }
 
 Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags, Deadline deadline) {
-  Result<std::size_t> n =
-      named_deadline(reactor("recv").recv(fd, buf.data(), buf.size(), flags, deadline));
-  if (n) bytes_read.add(*n);
+  Result<std::size_t> n = reactor("recv").recv(fd, buf.data(), buf.size(), flags, deadline);
+  if (n) [[likely]]
+    bytes_read.add(*n);
+  else
+    name_deadline(n);
   return n;
 }
 
 Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags, Deadline deadline) {
-  Result<std::size_t> n =
-      named_deadline(reactor("send").send(fd, buf.data(), buf.size(), flags, deadline));
-  if (n) bytes_written.add(*n);
+  Result<std::size_t> n = reactor("send").send(fd, buf.data(), buf.size(), flags, deadline);
+  if (n) [[likely]]
+    bytes_written.add(*n);
+  else
+    name_deadline(n);
   return n;
 }
 
@@ -91,14 +108,20 @@ Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept {
 }
 
 Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) {
-  Result<std::size_t> n = named_deadline(reactor("recvmsg").recvmsg(fd, message, flags, deadline));
-  if (n) bytes_read.add(*n);
+  Result<std::size_t> n = reactor("recvmsg").recvmsg(fd, message, flags, deadline);
+  if (n) [[likely]]
+    bytes_read.add(*n);
+  else
+    name_deadline(n);
   return n;
 }
 
 Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags, Deadline deadline) {
-  Result<std::size_t> n = named_deadline(reactor("sendmsg").sendmsg(fd, message, flags, deadline));
-  if (n) bytes_written.add(*n);
+  Result<std::size_t> n = reactor("sendmsg").sendmsg(fd, message, flags, deadline);
+  if (n) [[likely]]
+    bytes_written.add(*n);
+  else
+    name_deadline(n);
   return n;
 }
 

@@ -18,16 +18,16 @@ namespace detail {
 
 Result<void> probe_uring();
 
-namespace {
-thread_local Reactor* current_reactor = nullptr;
-}  // namespace
+// A reactor clears itself in its destructor on the worker thread that owns it (worker 0 is the
+// thread that called Runtime::run and destroys the schedulers), so the pointer is never stale.
+constinit thread_local Reactor* Reactor::current_reactor_ = nullptr;
 
-Reactor::Reactor(Backend backend) noexcept : backend_(backend), previous_(current_reactor) {
-  current_reactor = this;
+Reactor::Reactor(Backend backend) noexcept : backend_(backend), previous_(current_reactor_) {
+  current_reactor_ = this;
 }
 
 Reactor::~Reactor() {
-  if (current_reactor == this) current_reactor = previous_;
+  if (current_reactor_ == this) current_reactor_ = previous_;
 }
 
 Result<void> connect_outcome(int fd) noexcept {
@@ -46,10 +46,6 @@ bool readable_now(int fd) noexcept {
     if (errno != EINTR) return false;
   }
 }
-
-// A reactor clears itself in its destructor on the worker thread that owns it (worker 0 is the
-// thread that called Runtime::run and destroys the schedulers), so the pointer is never stale.
-Reactor* Reactor::current() noexcept { return current_reactor; }
 
 }  // namespace detail
 

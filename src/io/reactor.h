@@ -14,14 +14,18 @@ namespace tern::io::detail {
 // A worker's reactor: the Parker its scheduler sleeps in, and the fiber-blocking I/O
 // operations behind tern/io/io.h. One per worker; everything runs on that worker's thread.
 class Reactor : public Parker {
+  // The calling thread's reactor (constinit: read without a thread_local wrapper call).
+  static constinit thread_local Reactor* current_reactor_;
+
  public:
   explicit Reactor(Backend backend) noexcept;
   ~Reactor() override;
   Reactor(const Reactor&) = delete;
   Reactor& operator=(const Reactor&) = delete;
 
-  // The reactor of the calling worker, or nullptr. Any thread.
-  static Reactor* current() noexcept;
+  // The reactor of the calling worker, or nullptr. Any thread. Inline: every I/O operation
+  // starts here, and a call would make its caller save its arguments across it.
+  static Reactor* current() noexcept { return current_reactor_; }
   Backend backend() const noexcept { return backend_; }
 
   virtual Result<std::size_t> read(int fd, void* buf, std::size_t len, Deadline deadline) = 0;

@@ -38,8 +38,8 @@ Result<TcpStream> TcpStream::connect(std::string_view host_port, Deadline deadli
   return fail(last);
 }
 
-Result<std::size_t> TcpStream::read(std::span<std::byte> buf, Deadline deadline) {
-  return io::recv(socket_.fd(), buf, 0, effective(deadline));
+[[gnu::noinline]] Deadline TcpStream::timeout_deadline() const noexcept {
+  return coarse_deadline_after(timeout_);
 }
 
 Result<void> TcpStream::read_exact(std::span<std::byte> buf, Deadline deadline) {
@@ -76,16 +76,25 @@ Result<std::size_t> TcpStream::readv(std::span<const iovec> iov, Deadline deadli
   return io::recvmsg(socket_.fd(), &message, 0, effective(deadline));
 }
 
-Result<std::size_t> TcpStream::writev(std::span<const iovec> iov, Deadline deadline) {
-  // One piece (a frame16 reply, header and payload read together) is a plain send: the kernel
-  // skips copying in and checking a message header and an iovec array.
+namespace {
+
+// TcpStream::writev, inline in writev_all: one piece (a frame16 reply, header and payload read
+// together) is a plain send, which spares the kernel copying in and checking a message header
+// and an iovec array.
+inline Result<std::size_t> send_pieces(int fd, std::span<const iovec> iov, Deadline deadline) {
   if (iov.size() == 1)
-    return io::send(socket_.fd(), {static_cast<const std::byte*>(iov[0].iov_base), iov[0].iov_len},
-                    0, effective(deadline));
+    return io::send(fd, {static_cast<const std::byte*>(iov[0].iov_base), iov[0].iov_len}, 0,
+                    deadline);
   msghdr message = {};
   message.msg_iov = const_cast<iovec*>(iov.data());
   message.msg_iovlen = std::min<std::size_t>(iov.size(), IOV_MAX);
-  return io::sendmsg(socket_.fd(), &message, 0, effective(deadline));
+  return io::sendmsg(fd, &message, 0, deadline);
+}
+
+}  // namespace
+
+Result<std::size_t> TcpStream::writev(std::span<const iovec> iov, Deadline deadline) {
+  return send_pieces(socket_.fd(), iov, effective(deadline));
 }
 
 Result<void> TcpStream::writev_all(std::span<iovec> iov, Deadline deadline) {
@@ -94,7 +103,7 @@ Result<void> TcpStream::writev_all(std::span<iovec> iov, Deadline deadline) {
       iov = iov.subspan(1);
       continue;
     }
-    Result<std::size_t> n = writev(iov, deadline);
+    Result<std::size_t> n = send_pieces(socket_.fd(), iov, effective(deadline));
     if (!n) return fail(n.error());
     std::size_t left = *n;
     while (left > 0) {

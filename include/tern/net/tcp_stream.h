@@ -10,6 +10,7 @@
 #include "tern/base/clock.h"
 #include "tern/base/coarse_clock.h"
 #include "tern/base/result.h"
+#include "tern/io/io.h"
 #include "tern/net/address.h"
 #include "tern/net/socket.h"
 
@@ -53,8 +54,11 @@ class TcpStream {
                                                  Deadline deadline = kNoDeadline);
 
   // Reads what is available, at most buf.size() bytes, waiting until there is something;
-  // 0 means the peer closed its side.
-  [[nodiscard]] Result<std::size_t> read(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
+  // 0 means the peer closed its side. Inline: a server's read loop calls tern::io directly.
+  [[nodiscard]] Result<std::size_t> read(std::span<std::byte> buf,
+                                         Deadline deadline = kNoDeadline) {
+    return io::recv(socket_.fd(), buf, 0, effective(deadline));
+  }
   // Reads exactly buf.size() bytes; Errc::eof if the stream ends first.
   [[nodiscard]] Result<void> read_exact(std::span<std::byte> buf, Deadline deadline = kNoDeadline);
   // Reads into `buffer` until its readable bytes hold `delim` (asio's read_until); returns the
@@ -116,10 +120,15 @@ class TcpStream {
  private:
   // The deadline of one operation: the caller's, else the stream's timeout from now (renewed by
   // every operation, so read from the coarse clock).
+  // Inline, with the clock read out of line: without a timeout an operation's call of tern::io
+  // saves no registers around it.
   Deadline effective(Deadline deadline) const noexcept {
-    return deadline == kNoDeadline && timeout_.count() > 0 ? coarse_deadline_after(timeout_)
-                                                           : deadline;
+    if (deadline == kNoDeadline && timeout_.count() > 0) [[unlikely]]
+      return timeout_deadline();
+    return deadline;
   }
+  // The stream's timeout from now.
+  Deadline timeout_deadline() const noexcept;
   Socket socket_;
   std::chrono::nanoseconds timeout_{0};
 };
