@@ -174,7 +174,9 @@ class EpollReactor final : public Reactor {
       return {};
     }
     budget_ = kBudget;  // this fiber parks: the others run, so none is starving them
-    const tern::detail::ParkedNode<Waiter> node(tern::detail::parks_off_stack());
+    // A pending receive comes only from a fiber on its own stack (recv asked already).
+    const tern::detail::ParkedNode<Waiter> node(pending == nullptr &&
+                                                tern::detail::parks_off_stack());
     Waiter& waiter = *node;
     waiter.fiber = tern::detail::current_fiber("tern::io");
     waiter.slot = pending;

@@ -87,7 +87,8 @@ void frame16_stream(net::TcpStream& stream, std::size_t buf_size, std::size_t ma
       return;
     }
     kept = step.kept;
-    std::memmove(buf.data(), buf.data() + filled - kept, kept);
+    // Mostly none (reads end on message boundaries): no call then.
+    if (kept > 0) std::memmove(buf.data(), buf.data() + filled - kept, kept);
   }
 }
 
