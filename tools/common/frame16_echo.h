@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -37,37 +38,56 @@ class Frame16Echo {
   // first invalid header if there is one; the caller keeps the last `kept` bytes for the next
   // call. After a verdict other than `more`, header() is the offending header.
   Step take(std::span<std::byte> bytes, std::vector<iovec>& replies) {
+    std::byte* const data = bytes.data();
+    const std::size_t size = bytes.size();
+    // The bytes to send back so far, [run_from, run_end): one range while echo messages follow
+    // one another, listed only when a discarded message, an invalid header or the end breaks it.
+    std::size_t run_from = 0;
+    std::size_t run_end = 0;
     std::size_t at = 0;
-    while (at < bytes.size()) {
-      if (body_left_ > 0) {
-        const std::size_t piece =
-            static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, bytes.size() - at));
-        if (echo_body_) add(replies, bytes.data() + at, piece);
-        at += piece;
-        body_left_ -= piece;
-        continue;
+    if (body_left_ > 0) {  // the rest of a payload that began in an earlier read
+      const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, size));
+      if (echo_body_) run_end = piece;
+      at = piece;
+      body_left_ -= piece;
+    }
+    Step step;
+    while (at < size) {
+      if (size - at < kHeader16Size) {
+        step.kept = size - at;
+        break;
       }
-      if (bytes.size() - at < kHeader16Size) return {Verdict::more, bytes.size() - at};
-      const std::span<std::byte> raw = bytes.subspan(at, kHeader16Size);
-      header_ = Header16::load(raw);
-      if (header_.len > max_payload_) return {Verdict::oversized, 0};
-      const bool echo = header_.cmd == static_cast<std::uint16_t>(Command::echo);
-      if (header_.ver != kHeader16Version ||
-          (!echo && header_.cmd != static_cast<std::uint16_t>(Command::discard)))
-        return {Verdict::bad_header, 0};
-      // The header and as much of its payload as this read brought go in one step: one range
-      // and one pass of the loop per message, where small pipelined messages arrive whole.
-      const std::size_t body = static_cast<std::size_t>(
-          std::min<std::uint64_t>(header_.len, bytes.size() - at - kHeader16Size));
+      // Only the fields that decide go to registers; the whole header is stored for header()
+      // when it is invalid.
+      std::byte* const raw = data + at;
+      const std::uint32_t len = header16_detail::load<std::uint32_t>(raw);
+      const std::uint16_t cmd = header16_detail::load<std::uint16_t>(raw + 4);
+      const std::uint16_t ver = header16_detail::load<std::uint16_t>(raw + 6);
+      const bool echo = cmd == static_cast<std::uint16_t>(Command::echo);
+      if (len > max_payload_ || ver != kHeader16Version ||
+          (!echo && cmd != static_cast<std::uint16_t>(Command::discard))) [[unlikely]] {
+        header_ = Header16::load(std::span<const std::byte>(raw, kHeader16Size));
+        step.verdict = len > max_payload_ ? Verdict::oversized : Verdict::bad_header;
+        break;
+      }
+      // The header and as much of its payload as this read brought go in one step: one pass of
+      // the loop per message, where small pipelined messages arrive whole.
+      const std::size_t body = std::min<std::size_t>(len, size - at - kHeader16Size);
       if (echo) {
-        store_header16_ack(raw, header_.syn);
-        add(replies, raw.data(), kHeader16Size + body);
+        // ack = syn: the same four big-endian bytes.
+        std::memcpy(raw + kHeader16AckOffset, raw + 8, 4);
+        if (run_end != at) {
+          if (run_end > run_from) add(replies, data + run_from, run_end - run_from);
+          run_from = at;
+        }
+        run_end = at + kHeader16Size + body;
       }
       echo_body_ = echo;
-      body_left_ = header_.len - body;
+      body_left_ = len - body;
       at += kHeader16Size + body;
     }
-    return {Verdict::more, 0};
+    if (run_end > run_from) add(replies, data + run_from, run_end - run_from);
+    return step;
   }
 
   // The last header read. Any time.
