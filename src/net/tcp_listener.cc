@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "keepalive.h"
 #include "tern/base/detail/sys_calls.h"
 #include "tern/io/io.h"
 #include "tern/log/peer_log.h"
@@ -46,6 +47,12 @@ Result<TcpListener> TcpListener::bind(const Address& address, const ListenOption
     if (options.nodelay) {
       if (Result<void> r = socket->set_option(IPPROTO_TCP, TCP_NODELAY, 1); !r)
         return failed("TCP_NODELAY on", r.error());
+    }
+    if (Result<void> r = detail::set_keepalive_probes(*socket, options.keepalive); !r)
+      return failed("keepalive on", r.error());
+    if (options.send_buffer > 0) {
+      if (Result<void> r = socket->set_option(SOL_SOCKET, SO_SNDBUF, options.send_buffer); !r)
+        return failed("SO_SNDBUF on", r.error());
     }
   }
   if (::bind(socket->fd(), address.data(), address.length()) != 0)

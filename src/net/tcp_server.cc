@@ -115,6 +115,10 @@ Result<Address> TcpServer::start(const Address& address) {
   const bool every_worker = options_.accept_mode == AcceptMode::reuse_port && address.is_ip();
   ListenOptions listen = options_.listen;
   listen.reuse_port = listen.reuse_port || every_worker;
+  // Set once on the listener, these reach every accepted TCP connection (Linux copies them to
+  // it), which saves up to six system calls per connection.
+  listen.keepalive = options_.keepalive;
+  listen.send_buffer = options_.send_buffer;
   shared_->tcp = address.is_ip();
   for (std::size_t i = 0; i < workers; ++i) {
     auto state = std::make_unique<WorkerState>();
@@ -248,9 +252,9 @@ void TcpServer::serve(TcpStream stream, WorkerState& worker) {
   worker.open_streams[fd] = Progress{};
   connections_open.add(1);
   if (options_.idle_timeout.count() > 0) stream.set_timeout(options_.idle_timeout);
-  if (options_.send_buffer > 0) (void)stream.set_send_buffer(options_.send_buffer);
-  // A Unix stream socket refuses the TCP options, and needs no probes: its peer cannot vanish.
-  if (options_.keepalive.idle.count() > 0) (void)stream.set_keepalive_probes(options_.keepalive);
+  // A TCP connection inherited its send buffer and keepalive probing from the listener. A Unix
+  // stream socket does not inherit SO_SNDBUF, and needs no probes: its peer cannot vanish.
+  if (!shared_->tcp && options_.send_buffer > 0) (void)stream.set_send_buffer(options_.send_buffer);
   try {
     handler_(stream);
   } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 
+#include "keepalive.h"
 #include "tern/io/io.h"
 
 namespace tern::net {
@@ -132,23 +133,7 @@ Result<void> TcpStream::set_keepalive(bool on) {
 }
 
 Result<void> TcpStream::set_keepalive_probes(const KeepaliveOptions& options) {
-  if (options.idle.count() <= 0) return {};
-  const auto seconds = [](std::chrono::seconds s) {
-    return static_cast<int>(std::clamp<std::chrono::seconds::rep>(s.count(), 1, 32767));
-  };
-  const int count = std::clamp(options.count, 1, 127);
-  const int idle = seconds(options.idle);
-  const int interval = seconds(options.interval);
-  if (Result<void> r = socket_.set_option(SOL_SOCKET, SO_KEEPALIVE, 1); !r) return r;
-  if (Result<void> r = socket_.set_option(IPPROTO_TCP, TCP_KEEPIDLE, idle); !r) return r;
-  if (Result<void> r = socket_.set_option(IPPROTO_TCP, TCP_KEEPINTVL, interval); !r) return r;
-  if (Result<void> r = socket_.set_option(IPPROTO_TCP, TCP_KEEPCNT, count); !r) return r;
-  // Without a user timeout, a peer that vanished while data waited for its acknowledgement is
-  // given up on only after the retransmissions (about 15 minutes); with it, after the same time
-  // an idle connection is given (from the values the kernel was given, after clamping).
-  const std::int64_t give_up_ms = (std::int64_t{idle} + std::int64_t{interval} * count) * 1000;
-  return socket_.set_option(IPPROTO_TCP, TCP_USER_TIMEOUT,
-                            static_cast<int>(std::min<std::int64_t>(give_up_ms, INT32_MAX)));
+  return detail::set_keepalive_probes(socket_, options);
 }
 
 Result<void> TcpStream::set_send_buffer(int bytes) {

@@ -126,13 +126,17 @@ tern::Result<net::Address> Server::start(const net::Address& address) {
     detail::ServerConnection connection(*this, *state, transport);
     connection.serve();
   };
+  // Every connection gets TCP_NODELAY from the listener (Linux copies it to each accepted
+  // socket), not from a system call of its own.
+  net::ServerOptions tcp_options = options_.tcp;
+  tcp_options.listen.nodelay = true;
   tern::Result<net::Address> bound;
   if (options_.tls.is_valid()) {
     if (!options_.tls.is_server()) {
       return fail(with_explanation(std::make_error_code(std::errc::invalid_argument),
                                    "rpc::Server: ServerOptions::tls holds a client context"));
     }
-    tls::TlsServerOptions tls_options{.tcp = options_.tcp,
+    tls::TlsServerOptions tls_options{.tcp = tcp_options,
                                       .handshake_timeout = options_.tls_handshake_timeout};
     state_->tls_server =
         std::make_unique<tls::TlsServer>(options_.tls, tls_options, [serve](tls::TlsStream& s) {
@@ -141,7 +145,7 @@ tern::Result<net::Address> Server::start(const net::Address& address) {
         });
     bound = state_->tls_server->start(address);
   } else {
-    state_->tcp = std::make_unique<net::TcpServer>(options_.tcp, [serve](net::TcpStream& s) {
+    state_->tcp = std::make_unique<net::TcpServer>(tcp_options, [serve](net::TcpStream& s) {
       detail::Transport transport(std::move(s));
       serve(transport);
     });

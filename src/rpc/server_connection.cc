@@ -69,7 +69,7 @@ ServerConnection::ServerConnection(const Server& server, Server::State& state, T
 }
 
 void ServerConnection::serve() {
-  (void)stream_.set_nodelay();
+  // TCP_NODELAY came from the listener (rpc::Server::start sets it there).
   Server::State::WorkerConnections& here = *state_.workers[this_worker::index()];
   here.open.insert(this);
   state_.connections.fetch_add(1, std::memory_order_relaxed);

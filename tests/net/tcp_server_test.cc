@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -341,6 +342,57 @@ TEST(TcpServer, AcceptedConnectionsProbeTheirPeerAsKeepaliveSays) {
     EXPECT_EQ(seen->interval, 2);
     EXPECT_EQ(seen->count, 4);
     EXPECT_EQ(seen->user_timeout, 15'000) << "idle + interval * count, in milliseconds";
+    server.stop(tern::deadline_after(10s));
+  });
+}
+
+// The send buffer and keepalive probing are set once on the listener: a connection accepted on
+// one worker and served on another carries them all the same, with the send buffer's value
+// exactly what setting it on the connection itself gives.
+TEST(TcpServer, EveryConnectionInheritsTheListenersSendBufferAndKeepalive) {
+  constexpr int kSendBuffer = 64 * 1024;
+  tern::Runtime runtime({.workers = 2});
+  runtime.run([&] {
+    struct Seen {
+      int send_buffer = -1, keepalive = -1, idle = -1;
+    };
+    std::mutex lock;
+    std::vector<Seen> seen;
+    TcpServer server({.send_buffer = kSendBuffer, .keepalive = {.idle = 9s}},
+                     [&](TcpStream& stream) {
+                       tern::net::Socket& s = stream.socket();
+                       const Seen one{*s.get_option(SOL_SOCKET, SO_SNDBUF),
+                                      *s.get_option(SOL_SOCKET, SO_KEEPALIVE),
+                                      *s.get_option(IPPROTO_TCP, TCP_KEEPIDLE)};
+                       std::lock_guard guard(lock);
+                       seen.push_back(one);
+                     });
+    tern::Result<Address> bound = server.start(Address::loopback(0));
+    ASSERT_TRUE(bound);
+    std::vector<TcpStream> clients;
+    for (int i = 0; i < 4; ++i) {
+      tern::Result<TcpStream> client = TcpStream::connect(*bound, tern::deadline_after(30s));
+      ASSERT_TRUE(client);
+      clients.push_back(std::move(*client));
+    }
+    ASSERT_TRUE(tern_test::wait_for_condition([&] {
+      std::lock_guard guard(lock);
+      return seen.size() == clients.size();
+    }));
+    // What the kernel makes of kSendBuffer (it doubles it) on a socket set directly.
+    TcpStream& direct = clients.front();
+    ASSERT_TRUE(direct.set_send_buffer(kSendBuffer));
+    const int expected = *direct.socket().get_option(SOL_SOCKET, SO_SNDBUF);
+    std::vector<Seen> all;
+    {
+      std::lock_guard guard(lock);
+      all = seen;
+    }
+    for (const Seen& one : all) {
+      EXPECT_EQ(one.send_buffer, expected);
+      EXPECT_NE(one.keepalive, 0);
+      EXPECT_EQ(one.idle, 9);
+    }
     server.stop(tern::deadline_after(10s));
   });
 }

@@ -19,6 +19,12 @@ struct ListenOptions {
   // TCP_NODELAY on the listener (IP only): Linux copies it to every connection accepted from
   // it, which saves a system call per connection over setting it on each.
   bool nodelay = false;
+  // Keepalive probing set on the listener (IP only; idle 0: none): every accepted connection
+  // inherits SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT and TCP_USER_TIMEOUT.
+  KeepaliveOptions keepalive{};
+  // SO_SNDBUF on the listener (IP only; 0: the kernel's default): accepted TCP connections
+  // inherit it, and its lock against the kernel's automatic sizing.
+  int send_buffer = 0;
 };
 
 // A listening stream socket (TCP or Unix). accept parks the calling fiber. When the process
