@@ -388,9 +388,17 @@ void Scheduler::exit_to(FiberControl* prev, FiberControl* next) noexcept {
     switch_shared(prev, next);  // the copier drops prev; nothing resumes it
     return;
   }
+#if TERN_TSAN
+  // ThreadSanitizer's instrumentation leaves each function with a call of __tsan_func_exit,
+  // which a call in tail position runs before its jump: after sanitizer_before_switch, it would
+  // pop a frame off `next`'s shadow stack (a fiber's, or the thread's own), which then runs dry.
+  // switch_from makes the annotation and the switch in one call that never returns here.
+  switch_from(prev, next);
+#else
   running_ = next;
   sanitizer_before_switch(prev->sanitizer, next->sanitizer, true);
   tern_exit_context(next->context, prev);
+#endif
 }
 
 FiberControl* Scheduler::claim_joiner(Waiter& joiner) noexcept {
