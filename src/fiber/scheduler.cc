@@ -395,6 +395,11 @@ void Scheduler::exit_to(FiberControl* prev, FiberControl* next) noexcept {
   // switch_from makes the annotation and the switch in one call that never returns here.
   switch_from(prev, next);
 #else
+#if TERN_ASAN
+  // The fiber's frames never return, so AddressSanitizer would keep their poisoned bytes (red
+  // zones, variables out of scope) on the stack the next fiber made there starts on.
+  __asan_handle_no_return();
+#endif
   running_ = next;
   sanitizer_before_switch(prev->sanitizer, next->sanitizer, true);
   tern_exit_context(next->context, prev);
