@@ -191,7 +191,10 @@ class GoodTraffic {
 };
 
 TEST(RpcReset, ClientResetInTheMiddleOfARequestIsLoggedCountedAndClosed) {
-  tern_test::LogCapture log;
+  // WARN and up only: the client logs its lost connection (INFO) at the moment the server logs
+  // the reset, and a peer line waits at most 1 ms for the sink lock before it is dropped (under
+  // ThreadSanitizer on a loaded machine the client's line held it longer).
+  tern_test::LogCapture log(tern::log::Level::warn);
   tern::Runtime runtime({.workers = 2});
   runtime.run([&] {
     Served served;

@@ -48,8 +48,10 @@ class MemorySink final : public tern::log::Sink {
 // Create and destroy it off the runtime's workers (before Runtime::run, after it returns).
 class LogCapture {
  public:
-  LogCapture() : sink_(std::make_shared<MemorySink>()) {
-    EXPECT_TRUE(tern::log::init({.sinks = {sink_}, .synchronous = true}));
+  // Captures lines at `level` and above; the logger is synchronous while the capture lives.
+  explicit LogCapture(tern::log::Level level = tern::log::Level::info)
+      : sink_(std::make_shared<MemorySink>()) {
+    EXPECT_TRUE(tern::log::init({.sinks = {sink_}, .level = level, .synchronous = true}));
   }
   ~LogCapture() { tern::log::shutdown(); }
   LogCapture(const LogCapture&) = delete;
