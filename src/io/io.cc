@@ -56,42 +56,38 @@ Result<T> named_deadline(Result<T> result) {
   return result;
 }
 
+// Runs an operation that moves bytes and adds what it moved to `bytes`, or names a deadline it
+// missed. Inline: a success returns the reactor's result in place, with no copy.
+template <typename Operation>
+Result<std::size_t> counted(prof::Counter& bytes, Operation operation) {
+  Result<std::size_t> n = operation();
+  if (n) [[likely]]
+    bytes.add(*n);
+  else
+    name_deadline(n);
+  return n;
+}
+
 }  // namespace
 
 Result<std::size_t> read(int fd, std::span<std::byte> buf, Deadline deadline) {
-  Result<std::size_t> n = reactor("read").read(fd, buf.data(), buf.size(), deadline);
-  if (n) [[likely]]
-    bytes_read.add(*n);
-  else
-    name_deadline(n);
-  return n;
+  return counted(bytes_read,
+                 [&] { return reactor("read").read(fd, buf.data(), buf.size(), deadline); });
 }
 
 Result<std::size_t> write(int fd, std::span<const std::byte> buf, Deadline deadline) {
-  Result<std::size_t> n = reactor("write").write(fd, buf.data(), buf.size(), deadline);
-  if (n) [[likely]]
-    bytes_written.add(*n);
-  else
-    name_deadline(n);
-  return n;
+  return counted(bytes_written,
+                 [&] { return reactor("write").write(fd, buf.data(), buf.size(), deadline); });
 }
 
 Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags, Deadline deadline) {
-  Result<std::size_t> n = reactor("recv").recv(fd, buf.data(), buf.size(), flags, deadline);
-  if (n) [[likely]]
-    bytes_read.add(*n);
-  else
-    name_deadline(n);
-  return n;
+  return counted(bytes_read,
+                 [&] { return reactor("recv").recv(fd, buf.data(), buf.size(), flags, deadline); });
 }
 
 Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags, Deadline deadline) {
-  Result<std::size_t> n = reactor("send").send(fd, buf.data(), buf.size(), flags, deadline);
-  if (n) [[likely]]
-    bytes_written.add(*n);
-  else
-    name_deadline(n);
-  return n;
+  return counted(bytes_written,
+                 [&] { return reactor("send").send(fd, buf.data(), buf.size(), flags, deadline); });
 }
 
 Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept {
@@ -108,21 +104,13 @@ Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept {
 }
 
 Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) {
-  Result<std::size_t> n = reactor("recvmsg").recvmsg(fd, message, flags, deadline);
-  if (n) [[likely]]
-    bytes_read.add(*n);
-  else
-    name_deadline(n);
-  return n;
+  return counted(bytes_read,
+                 [&] { return reactor("recvmsg").recvmsg(fd, message, flags, deadline); });
 }
 
 Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags, Deadline deadline) {
-  Result<std::size_t> n = reactor("sendmsg").sendmsg(fd, message, flags, deadline);
-  if (n) [[likely]]
-    bytes_written.add(*n);
-  else
-    name_deadline(n);
-  return n;
+  return counted(bytes_written,
+                 [&] { return reactor("sendmsg").sendmsg(fd, message, flags, deadline); });
 }
 
 Result<int> accept(int fd, sockaddr* peer, socklen_t* peer_length, Deadline deadline) {
