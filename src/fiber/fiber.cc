@@ -19,8 +19,8 @@ namespace {
 // A wake's result, copied rather than built: std::error_code() calls system_category().
 const std::error_code kNoError{};
 
-// The calling worker's scheduler, when the caller is one of its fibers; else ends the program
-// naming the public function (`operation`) and what to do instead.
+}  // namespace
+
 Scheduler* current_scheduler_or_die(const char* operation) {
   Scheduler* scheduler = Scheduler::current();
   if (scheduler == nullptr) {
@@ -35,8 +35,6 @@ Scheduler* current_scheduler_or_die(const char* operation) {
   }
   return scheduler;
 }
-
-}  // namespace
 
 FiberControl* current_fiber(const char* operation) {
   return current_scheduler_or_die(operation)->running();
@@ -203,8 +201,9 @@ void set_name(std::string_view name) noexcept {
 
 namespace {
 
-// Ends the program for a yield off a worker fiber. Not [[noreturn]]: yield then reaches it by a
-// jump, like its other exits, and needs no stack frame of its own.
+// Ends the program for a yield off the workers. Not [[noreturn]]: yield then reaches it by a
+// jump, like its other exits, and needs no stack frame of its own. (A yield in a worker's main
+// context is caught by the scheduler: Scheduler::yield_to_loop.)
 [[gnu::cold, gnu::noinline]] void yield_outside_fiber() noexcept {
   (void)detail::current_scheduler_or_die("tern::this_fiber::yield");
 }
@@ -215,7 +214,7 @@ void yield() noexcept {
   // The worker's scheduler at hand: the yielding fiber's own pointer to it would be one more
   // load on the way to the switch.
   detail::Scheduler* scheduler = detail::Scheduler::current();
-  if (scheduler == nullptr || scheduler->running()->is_main) [[unlikely]]
+  if (scheduler == nullptr) [[unlikely]]
     return yield_outside_fiber();
   scheduler->yield();
 }

@@ -151,7 +151,11 @@ void Scheduler::run() {
       // system call (an epoll_wait or io_uring_enter per wake-up) before any fiber has run.
       if (!just_parked_) timed(prof::LoopPhase::poll, [this] { parker_->poll(); });
       just_parked_ = false;
-      timed(prof::LoopPhase::run, [this] { switch_to(run_queue_.pop_front()); });
+      timed(prof::LoopPhase::run, [this] {
+        switch_budget_ = kSwitchesPerRound;
+        switch_to(run_queue_.pop_front());
+        switch_budget_ = 1;  // the loop runs again: see switch_budget_
+      });
       continue;
     }
     if (settings_.idle_poll.count() > 0 && poll_for_work()) {
@@ -416,6 +420,16 @@ FiberControl* Scheduler::claim_joiner(Waiter& joiner) noexcept {
   fiber->wake_result = kNoError;
   fiber->state = FiberState::ready;
   return fiber;
+}
+
+void Scheduler::yield_to_loop(FiberControl* self) noexcept {
+  switch_budget_ = 1;  // the loop's turn, or the loop runs already (see switch_budget_)
+  if (self == &main_) [[unlikely]] {
+    (void)current_scheduler_or_die("tern::this_fiber::yield");
+    return;
+  }
+  push_ready(self);
+  switch_from(self, &main_);
 }
 
 void Scheduler::report_parking_with_mutex(const FiberControl* self) const {

@@ -30,6 +30,10 @@ struct PostedTask : MpscNode {
   std::move_only_function<void()> fn;
 };
 
+// The calling worker's scheduler, when the caller is one of its fibers; else ends the program
+// naming the public function (`operation`) and what to do instead. Any thread.
+Scheduler* current_scheduler_or_die(const char* operation);
+
 // One worker's fiber scheduler: a run queue of ready fibers, a queue of wakes and posts from
 // other threads, the timers of waiting fibers, and a Parker to sleep in when idle. Fibers
 // switch directly to one another; the worker's main context (the loop in run()) gets control
@@ -81,7 +85,8 @@ class Scheduler {
   // Drops one reference; a finished fiber with none left gives its stack back.
   void release(FiberControl* fiber) noexcept;
 
-  // Waiting (owner thread, from the waiting fiber).
+  // Waiting (owner thread, from the waiting fiber). yield from the worker's main context ends
+  // the program (see switch_budget_).
   void yield() noexcept;
   std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible);
   void interrupt(FiberControl* fiber) noexcept;
@@ -119,6 +124,9 @@ class Scheduler {
   [[gnu::noinline]] void switch_shared(FiberControl* prev, FiberControl* next) noexcept;
   [[noreturn]] static void copier_main(void* from);
   void suspend() noexcept;
+  // A yield that used up the switch budget: gives the worker's loop its turn, or ends the
+  // program when the loop itself yielded.
+  [[gnu::noinline]] void yield_to_loop(FiberControl* self) noexcept;
   // Gives back the stack of the last finished fiber nobody holds a handle to (it cannot be
   // given back on its own stack, so this waits until another context runs).
   void free_finished() noexcept {
@@ -183,6 +191,13 @@ class Scheduler {
   // next spawn; more go back to the stack pool as bare stacks.
   static constexpr std::uint32_t kMaxSpareFibers = 64;
 
+  // Read on every yield. tern's libraries are static and go into executables (position
+  // dependent or PIE), where this variable sits at a fixed offset from the thread pointer:
+  // local-exec reads it with one instruction, where the default for a variable of another
+  // translation unit loads the offset first. A -fPIC build (no -fPIE) keeps the default.
+#if defined(__PIE__) || !defined(__PIC__)
+  [[gnu::tls_model("local-exec")]]
+#endif
   static constinit thread_local Scheduler* current_scheduler;
 
   RuntimeState* runtime_;
@@ -211,8 +226,10 @@ class Scheduler {
   FiberControl* copier_from_ = nullptr;
   FiberControl* copier_to_ = nullptr;
   // Fiber-to-fiber switches left before the main context's turn (counted down: a decrement
-  // and a branch per switch).
-  std::uint32_t switch_budget_ = kSwitchesPerRound;
+  // and a branch per switch). The loop sets it when it hands the worker to a fiber, and to 1
+  // while it runs itself, so that a yield there takes the budget's slow path (yield_to_loop),
+  // which reports it: the fast path tests nothing else.
+  std::uint32_t switch_budget_ = 1;
   std::uint64_t next_id_ = 0;
   std::uint64_t last_id_ = 0;
   bool stop_seen_ = false;
@@ -237,9 +254,11 @@ class Scheduler {
 // yield, suspend and switch_to are the path of every switch: inline, so that this_fiber::yield
 // is one function that ends in a jump to the context switch.
 inline void Scheduler::switch_from(FiberControl* prev, FiberControl* next) noexcept {
-  if (shared_stack_used_ && (prev->on_shared_stack || next->on_shared_stack)) [[unlikely]] {
-    switch_shared(prev, next);
-    return;
+  if (shared_stack_used_) [[unlikely]] {
+    if (prev->on_shared_stack || next->on_shared_stack) {
+      switch_shared(prev, next);
+      return;
+    }
   }
   running_ = next;
   sanitizer_before_switch(prev->sanitizer, next->sanitizer, prev->state == FiberState::finished);
@@ -256,7 +275,7 @@ inline void Scheduler::suspend() noexcept {
   if (--switch_budget_ != 0) [[likely]] {
     next = run_queue_.pop_front();
   } else {
-    switch_budget_ = kSwitchesPerRound;
+    switch_budget_ = 1;  // the loop's turn (it sets the budget when it hands the worker on)
   }
   if (next == nullptr) next = &main_;
   if (next == running_) return;  // woken before it parked (its waker set it ready)
@@ -270,9 +289,7 @@ inline void Scheduler::yield() noexcept {
   FiberControl* self = running_;
   check_can_park(self);
   if (--switch_budget_ == 0) [[unlikely]] {
-    switch_budget_ = kSwitchesPerRound;
-    push_ready(self);
-    switch_from(self, &main_);
+    yield_to_loop(self);
     return;
   }
   if (run_queue_.empty()) return;  // nobody else is ready: go on running
