@@ -61,6 +61,10 @@ std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible) 
 
 void keep_interrupt(FiberControl* self) noexcept { self->interrupt_requested = true; }
 
+void interrupt(FiberControl* fiber) noexcept { fiber->scheduler->interrupt(fiber); }
+
+void drop_interrupt(FiberControl* self) noexcept { self->interrupt_requested = false; }
+
 std::error_code wait_in(SpinLock& guard, WaitList& queue, Waiter& waiter, Deadline deadline,
                         bool interruptible) {
   if (waiter.fiber == nullptr)

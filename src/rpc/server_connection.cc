@@ -12,6 +12,7 @@
 #include "metadata_limits.h"
 #include "tern/base/detail/sys_calls.h"
 #include "tern/fiber/detail/run_next.h"
+#include "tern/fiber/detail/waiter.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
 #include "tern/log/log.h"
@@ -80,15 +81,22 @@ void ServerConnection::serve() {
         if (tern::Result<void> ran = writer_.run(); !ran) writer_failed(ran.error());
       },
       {.name = "rpc writer"});
-  tern::Result<Fiber> reader = writer ? try_spawn([this] { read_loop(); }, {.name = "rpc reader"})
-                                      : tern::Result<Fiber>(fail(writer.error()));
-  if (reader) {
-    reader_ = std::move(*reader);
-    reader_.join();
+  if (writer) {
+    // This fiber reads the connection itself: one stack less per connection than a reader of
+    // its own, and the stack it runs on is the one the connection's fields already warmed.
+    reading_fiber_ = tern::detail::current_fiber("rpc::Server");
+    read_loop();
+    reading_fiber_ = nullptr;
+    // A stop_reading() that came while the loop was not waiting leaves its interrupt pending.
+    tern::detail::drop_interrupt(tern::detail::current_fiber("rpc::Server"));
+    // The calls the loop started last run before the connection closes, as they did when the
+    // loop had a fiber of its own: one that answers at once (say, just before a protocol error
+    // that its goaway counts it in) still gets its reply out.
+    this_fiber::yield();
   } else {
-    // No memory for the connection's fibers: refuse it (TcpServer closes the stream).
-    TERN_PEER_LOG_WARN("rpc: refusing the connection from {}: cannot start its fibers: {}", peer_,
-                       reader.error().message());
+    // No memory for the writer's stack: refuse the connection (TcpServer closes the stream).
+    TERN_PEER_LOG_WARN("rpc: refusing the connection from {}: cannot start its writer fiber: {}",
+                       peer_, writer.error().message());
   }
   fail_streams(Status(StatusCode::unavailable, "the connection closed"));
   if (!closed_) {
@@ -487,7 +495,7 @@ void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<cons
     state_.streams.fetch_add(1, std::memory_order_relaxed);
   }
   state_.in_flight.fetch_add(1, std::memory_order_relaxed);
-  // The call runs as soon as this reader parks, ahead of the other connections' ready fibers,
+  // The call runs as soon as the reading fiber parks, ahead of the other connections' ready fibers,
   // while its request and this connection are in cache; and its stack goes back to the
   // worker's pool before the next call takes one, so with thousands of connections calls reuse
   // a few warm stacks instead of mapping new ones. Only the first call waiting to start: a
@@ -655,7 +663,8 @@ void ServerConnection::close_when_idle() {
 void ServerConnection::stop_reading() noexcept {
   if (reading_stopped_) return;
   reading_stopped_ = true;
-  if (reader_.joinable()) reader_.interrupt();
+  // Called on the reading fiber itself, the loop sees the flag before it next waits.
+  if (reading_fiber_ != nullptr) tern::detail::interrupt(reading_fiber_);
 }
 
 }  // namespace tern::rpc::detail

@@ -63,7 +63,7 @@ class ServerConnection final : public StreamPort {
   void read_loop();
   // Backpressure: waits while the connection runs max_calls_per_connection calls or holds more
   // than max_connection_memory that it can release; false when the connection must end (the
-  // reader was interrupted or the peer reset the connection meanwhile).
+  // reading loop was stopped or the peer reset the connection meanwhile).
   bool wait_for_room();
   // Bytes the connection holds now (read buffer, scratch, unsent frames, calls' requests).
   std::size_t held_bytes() const noexcept {
@@ -142,7 +142,7 @@ class ServerConnection final : public StreamPort {
   Event room_;  // set when calls end or bytes are written, while waited on
   std::string peer_;
   std::optional<tls::PeerIdentity> peer_identity_;
-  Fiber reader_;
+  tern::detail::FiberControl* reading_fiber_ = nullptr;  // the fiber in read_loop(), if any
 };
 
 }  // namespace tern::rpc::detail

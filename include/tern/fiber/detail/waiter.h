@@ -54,6 +54,15 @@ std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible);
 // interruptible wait sees it. Owner worker only.
 void keep_interrupt(FiberControl* self) noexcept;
 
+// Interrupts `fiber` as Fiber::interrupt does, for code that knows a fiber by its control block
+// rather than by a handle (a connection's own fiber, stopped by another fiber of its worker).
+// Owner worker only.
+void interrupt(FiberControl* fiber) noexcept;
+
+// Drops an interrupt pending on the current fiber that no wait has seen yet (the work it was
+// meant to stop ended on its own). Owner worker only.
+void drop_interrupt(FiberControl* self) noexcept;
+
 // The common case of all of the above for the current fiber: with `guard` held, queues a
 // waiter for it in `queue`, drops `guard`, waits, and on a deadline or interrupt withdraws the
 // waiter again. Returns the wait's result; waiter.fired tells whether a waker claimed it.
