@@ -41,13 +41,19 @@ class RunQueue {
   }
 
   // Removes and returns the first fiber and appends `fiber` in its place at the back: what a
-  // yield does. The queue must not be empty. Branch-free: the link to the new head is read after
-  // `fiber` is linked behind the tail, so with one fiber queued (two fibers taking turns), whose
-  // link that store wrote, the new head is `fiber` itself.
+  // yield does. The queue must not be empty. With one fiber queued (two fibers taking turns)
+  // it reads no link: the new head is `fiber` itself, so the next yield's load of the head
+  // waits for one store (of a value this yield loaded) instead of a store and then a load of
+  // a link that store wrote.
   FiberControl* rotate(FiberControl* fiber) noexcept {
     FiberControl* first = head_;
-    tail_->run_next = fiber;
-    head_ = first->run_next;
+    FiberControl* last = tail_;
+    if (first == last) [[likely]] {
+      head_ = fiber;
+    } else {
+      head_ = first->run_next;
+      last->run_next = fiber;
+    }
     // Kept apart: merged into one 16-byte store (GCC's SLP vectorizer does that at -O3), the
     // next yield's 8-byte load of tail_ would wait for that store to retire instead of being
     // forwarded from it (12% of a yield's samples when it happened).
