@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "tern/io/io.h"
+
 namespace tern::tls::detail {
 
 namespace {
@@ -76,7 +78,14 @@ std::span<const std::byte> BufferBio::take_output() noexcept {
 int BufferBio::write(BIO* bio, const char* data, std::size_t length, std::size_t* written) {
   auto* self = static_cast<BufferBio*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
-  self->pending_.append(reinterpret_cast<const std::byte*>(data), length);
+  const auto* bytes = reinterpret_cast<const std::byte*>(data);
+  std::size_t sent = 0;
+  if (self->direct_fd_ >= 0 && self->pending_.size == 0) {
+    // A socket error leaves everything pending: the flush that sends it reports the error.
+    Result<std::size_t> taken = io::try_send(self->direct_fd_, {bytes, length});
+    if (taken) sent = *taken;
+  }
+  if (sent < length) self->pending_.append(bytes + sent, length - sent);
   *written = length;
   return 1;
 }

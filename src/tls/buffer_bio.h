@@ -36,6 +36,11 @@ class BufferBio {
   // Takes the pending output to send; OpenSSL may write more meanwhile (into another buffer).
   // Valid until the next take_output().
   std::span<const std::byte> take_output() noexcept;
+  // While fd is not -1, what OpenSSL writes with no output pending goes straight from its own
+  // buffer to the socket fd (one send that never waits), and only what the socket did not take
+  // (or all of it, after a socket error the next flush reports) is kept as pending output. The
+  // caller holds the stream's write turn, so no other send of fd is in flight.
+  void send_directly(int fd) noexcept { direct_fd_ = fd; }
 
  private:
   struct Buffer {
@@ -53,8 +58,9 @@ class BufferBio {
   std::size_t input_begin_ = 0;
   std::size_t input_end_ = 0;
   bool eof_ = false;
-  Buffer pending_;  // written by OpenSSL
-  Buffer sending_;  // handed to the socket by take_output()
+  int direct_fd_ = -1;  // send_directly()
+  Buffer pending_;      // written by OpenSSL
+  Buffer sending_;      // handed to the socket by take_output()
 };
 
 }  // namespace tern::tls::detail

@@ -15,6 +15,7 @@
 #include "openssl_error.h"
 #include "tern/base/assert.h"
 #include "tern/fiber/mutex.h"
+#include "tern/io/backend.h"
 #include "tern/io/io.h"
 #include "tern/prof/counter.h"
 #include "tern/tls/tls_error.h"
@@ -26,6 +27,9 @@ namespace {
 // Plaintext handed to SSL_write at a time: four full records, so a large write is encrypted
 // and sent in pieces instead of buffered whole.
 constexpr std::size_t kWriteChunk = 64 * 1024;
+// The most plaintext a record carries: a write of no more is one record, which can leave
+// straight from OpenSSL's buffer in one send.
+constexpr std::size_t kMaxRecordData = 16 * 1024;
 // Room for ciphertext read from the socket at a time: two whole records of the largest size
 // (16 KiB of data and at most 256 bytes of header, padding and tag each).
 constexpr std::size_t kReadChunk = 2 * (16 * 1024 + 256);
@@ -81,6 +85,9 @@ struct TlsStream::Impl {
   // kernel_tls, and the whole connection once the kernel took its records. The stream then
   // waits on the reactor for readiness when OpenSSL wants to read or write.
   bool on_socket = false;
+  // write() sends a record from OpenSSL's buffer (encrypt's send_now): on epoll, where a send
+  // is that system call anyway; io_uring batches the sends of a loop turn in one submission.
+  bool sends_directly = false;
   bool kernel = false;     // the kernel encrypts or decrypts this connection's records
   bool eof = false;        // the socket read end of stream
   std::error_code broken;  // a fatal error: every later call fails with it
@@ -104,7 +111,10 @@ struct TlsStream::Impl {
   // Waits for the socket as OpenSSL's `ssl_error` asks (on_socket only).
   Result<void> wait_socket(int ssl_error, Deadline deadline);
   // SSL_write_ex of buf (at most kWriteChunk), waiting for the socket when OpenSSL writes to it.
-  Result<std::size_t> encrypt(std::span<const std::byte> buf, Deadline deadline);
+  // `send_now`: a buf of one record with nothing queued before it is sent from OpenSSL's buffer
+  // as it is sealed (saving a copy into ours); what the socket does not take stays queued.
+  Result<std::size_t> encrypt(std::span<const std::byte> buf, Deadline deadline,
+                              bool send_now = false);
   std::error_code handshake_error(int ssl_error);
   Result<std::size_t> read(std::span<std::byte> buf, Deadline deadline);
   Result<void> write(std::span<const std::byte> buf, Deadline deadline);
@@ -188,12 +198,22 @@ void TlsStream::Impl::settle_record_path() {
   user_space_tls_connections.add();
 }
 
-Result<std::size_t> TlsStream::Impl::encrypt(std::span<const std::byte> buf, Deadline deadline) {
+Result<std::size_t> TlsStream::Impl::encrypt(std::span<const std::byte> buf, Deadline deadline,
+                                             bool send_now) {
   const std::size_t chunk = std::min(buf.size(), kWriteChunk);
+  // Sending from OpenSSL's buffer needs the write turn (no send of ours in flight) and nothing
+  // queued that must leave first.
+  const bool direct = send_now && !on_socket && chunk <= kMaxRecordData && unsent_output.empty() &&
+                      buffers.output_pending() == 0 && write_mutex.try_lock();
   for (;;) {
     detail::clear_stale_openssl_errors();
     std::size_t written = 0;
+    if (direct) buffers.send_directly(tcp.fd());
     const int ok = SSL_write_ex(ssl, buf.data(), chunk, &written);
+    if (direct) {
+      buffers.send_directly(-1);
+      write_mutex.unlock();
+    }
     if (ok == 1) return written;
     const int error = SSL_get_error(ssl, ok);
     if (on_socket && (error == SSL_ERROR_WANT_WRITE || error == SSL_ERROR_WANT_READ)) {
@@ -315,9 +335,10 @@ Result<std::size_t> TlsStream::Impl::read(std::span<std::byte> buf, Deadline dea
 Result<void> TlsStream::Impl::write(std::span<const std::byte> buf, Deadline deadline) {
   if (broken) return fail(broken);
   while (!buf.empty()) {
-    Result<std::size_t> written = encrypt(buf, deadline);
+    Result<std::size_t> written = encrypt(buf, deadline, sends_directly);
     if (!written) return fail(written.error());
     buf = buf.subspan(*written);
+    if (unsent_output.empty() && buffers.output_pending() == 0) continue;  // all sent already
     if (Result<void> sent = flush(deadline); !sent) return sent;
   }
   return {};
@@ -327,10 +348,12 @@ Result<std::size_t> TlsStream::Impl::try_write(std::span<const std::byte> buf) {
   if (broken) return fail(broken);
   if (on_socket) return std::size_t{0};  // OpenSSL writes the socket itself: nothing to try
   for (std::span<const std::byte> rest = buf; !rest.empty();) {
-    Result<std::size_t> written = encrypt(rest, kNoDeadline);  // never waits on the buffers
+    // Never waits on the buffers; a reply of one record leaves as it is sealed.
+    Result<std::size_t> written = encrypt(rest, kNoDeadline, /*send_now=*/true);
     if (!written) return fail(written.error());
     rest = rest.subspan(*written);
   }
+  if (unsent_output.empty() && buffers.output_pending() == 0) return buf.size();  // all sent
   // A fiber parked in flush() sends these records after its own; so does the next flush
   // when an earlier try_write left ciphertext unsent.
   if (!unsent_output.empty() || !write_mutex.try_lock()) return buf.size();
@@ -372,6 +395,7 @@ Result<void> TlsStream::Impl::set_up(const TlsContext& context) {
     impl.on_socket = true;
   }
 
+  impl.sends_directly = io::current_backend() == io::Backend::epoll;
   impl.link.state = impl.state.get();
   SSL_set_ex_data(impl.ssl, detail::link_index(), &impl.link);
   return {};

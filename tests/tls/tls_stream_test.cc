@@ -176,6 +176,43 @@ TEST_P(TlsStreamTest, MovesMegabytesBothWaysAtOnce) {
   });
 }
 
+// Writes of one record at most leave from OpenSSL's buffer as they are sealed; when the socket
+// takes only part of one, the rest is queued and sent before anything written after it.
+TEST_P(TlsStreamTest, OneRecordWritesKeepTheirOrderWhenTheSocketFills) {
+  run_on(1, [this] {
+    Server server(server_context());
+    tern::Result<TlsStream> client = connect(server, client_context());
+    ASSERT_TRUE(client) << client.error().message();
+    constexpr std::size_t kTotal = 8 << 20;
+    constexpr std::array<std::size_t, 4> kSizes = {16384, 1, 5000, 16383};
+    Fnv64 sent_hash, received_hash;
+    tern::Fiber writer = tern::spawn([&] {
+      std::vector<std::byte> piece(16384);
+      std::uint64_t state = 11;
+      for (std::size_t sent = 0, i = 0; sent < kTotal; ++i) {
+        std::span<std::byte> part =
+            std::span(piece).first(std::min(kSizes[i % kSizes.size()], kTotal - sent));
+        tern_test::fill_pattern(part, state);
+        sent_hash.update(part);
+        tern::Result<void> wrote = client->write_all(part, patience());
+        ASSERT_TRUE(wrote) << wrote.error().message();
+        sent += part.size();
+      }
+    });
+    // Small reads, so the echo lags and the sockets fill up.
+    std::vector<std::byte> buffer(3000);
+    while (received_hash.size() < kTotal) {
+      tern::Result<std::size_t> n = client->read(buffer, patience());
+      ASSERT_TRUE(n) << n.error().message();
+      ASSERT_GT(*n, 0u);
+      received_hash.update(std::span(buffer).first(*n));
+    }
+    writer.join();
+    EXPECT_EQ(received_hash.value(), sent_hash.value());
+    EXPECT_EQ(client->unsent(), 0u);
+  });
+}
+
 TEST_P(TlsStreamTest, RefusesBadServerCertificates) {
   struct Case {
     std::string certificate;
