@@ -126,7 +126,13 @@ def median_of(rounds):
     failed = [r for r in rounds if not r.get("verified") or fig(r, name) is None]
     pick = failed[0] if failed else sorted(rounds, key=lambda r: fig(r, name))[
         (len(rounds) - 1) // 2]
-    return dict(pick, suite=dict(pick["suite"], round_figures=[fig(r, name) for r in rounds]))
+    suite = dict(pick["suite"], round_figures=[fig(r, name) for r in rounds])
+    if rounds[0]["suite"].get("table") == "tls-handshakes":
+        # The server's CPU per session of every round, and the client's CPU: the round with the
+        # median rate need not be the one with the median CPU.
+        suite["round_cpu_us"] = [cpu_us_per_session(r) for r in rounds]
+        suite["round_client_cpu_pct"] = [r.get("client_cpu_pct") for r in rounds]
+    return dict(pick, suite=suite)
 
 
 def median_rounds(runs):
@@ -177,6 +183,35 @@ def cpu_us_per_session(run):
     if not (cpu and elapsed and sessions):
         return None
     return cpu / 100.0 * elapsed / sessions * 1e6
+
+
+def median_cpu_us_per_session(run):
+    """(median, rounds): the median of the server's CPU per session over a comparison's rounds
+    and every round's figure in the order they ran (one round: that round's figure)."""
+    rounds = [v for v in run.get("suite", {}).get("round_cpu_us") or [] if v is not None]
+    if not rounds:
+        one = cpu_us_per_session(run)
+        return one, [one] if one is not None else []
+    return statistics.median(rounds), rounds
+
+
+def client_cpu_sentence(runs):
+    """What the handshake cells' client used of its CPU, lowest and highest round of each kind,
+    and what that means for the sessions per second."""
+    parts = []
+    for kind in ("full", "resumed"):
+        values = [v for r in runs
+                  if bool(r.get("params", {}).get("tls_resume")) == (kind == "resumed")
+                  for v in (r.get("suite", {}).get("round_client_cpu_pct")
+                            or [r.get("client_cpu_pct")]) if v is not None]
+        if values:
+            parts.append(f"{kind} handshakes {fmt(min(values))} to {fmt(max(values))} %")
+    if not parts:
+        return "its CPU was not measured."
+    return ("its CPU in the cells: " + ", ".join(parts) + " of one CPU. A client near 100 % sets "
+            "the sessions per second for every server alike (a full handshake costs the client "
+            "more than the server: it also verifies the signature); the CPU per session is then "
+            "the figure that tells the servers apart.")
 
 
 def ran_in_rounds(runs):
@@ -1065,8 +1100,11 @@ class Report:
                 if not r:
                     cpu_row.append("–")
                     continue
-                text = (f"{fmt(cpu_us_per_session(r))} µs, "
-                        f"{fmt(per_cpu_second(fig(r, 'sessions_per_s'), r.get('server_cpu_pct')))}")
+                cpu_us, rounds = median_cpu_us_per_session(r)
+                text = f"{fmt(cpu_us)} µs"
+                if len(rounds) > 1:
+                    text += f" ({' / '.join(fmt(v) for v in rounds)})"
+                text += f", {fmt(1e6 / cpu_us if cpu_us else None)}"
                 if kind == "resumed" and fig(r, "sessions"):
                     text += f", {100 * (fig(r, 'tls_resumed') or 0) / fig(r, 'sessions'):.0f} % resumed"
                 cpu_row.append(text)
@@ -1075,6 +1113,10 @@ class Report:
                          rows))
         self.write(table(["handshakes"] + [f"{s}: CPU per session, per CPU-s" for s in servers],
                          cpu_rows))
+        self.write("Server CPU per session is the median of the rounds' own figures (each round in "
+                   "brackets, in the order they ran), and sessions per server CPU-second follow "
+                   "from it. The client is one tern-bench thread for every server; "
+                   f"{client_cpu_sentence(runs)}\n")
 
     def failover(self):
         runs = [r for r in self.all_runs if r.get("suite", {}).get("table") == "failover"]

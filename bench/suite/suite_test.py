@@ -365,6 +365,26 @@ class MedianRoundsTest(unittest.TestCase):
         self.assertFalse(chosen["verified"])
         self.assertEqual(chosen["suite"]["round"], 2)
 
+    def test_handshake_cpu_per_session_is_the_median_of_every_round(self):
+        def handshake_run(rate, cpu_pct, round_number):
+            return {"mode": "sessions", "target": "tern", "verified": True,
+                    "params": {"tls": True, "tls_resume": False},
+                    "figures": {"sessions_per_s": rate, "sessions": 1000, "elapsed_s": 1.0},
+                    "server_cpu_pct": cpu_pct, "client_cpu_pct": 99.0 + round_number / 10,
+                    "suite": {"table": "tls-handshakes", "server": "tern",
+                              "group": "tls full handshakes", "round": round_number, "rounds": 3}}
+        # The median-rate round (1,100/s) took 62 % of a CPU; the rounds' CPU per session
+        # are 470, 620 and 580 µs, whose median is 580.
+        runs = [handshake_run(1000, 47.0, 1), handshake_run(1100, 62.0, 2),
+                handshake_run(1200, 58.0, 3)]
+        (chosen,) = report.median_rounds(runs)
+        self.assertEqual(chosen["figures"]["sessions_per_s"], 1100)
+        median, rounds = report.median_cpu_us_per_session(chosen)
+        self.assertAlmostEqual(median, 580.0)
+        self.assertEqual([round(v) for v in rounds], [470, 620, 580])
+        self.assertEqual(chosen["suite"]["round_client_cpu_pct"], [99.1, 99.2, 99.3])
+        self.assertIn("full handshakes 99.1 to 99.3 %", report.client_cpu_sentence([chosen]))
+
     def test_runs_of_one_round_pass_unchanged(self):
         runs = [pingpong_run("tern", 900, 1, rounds=1), pingpong_run("asio", 700, 1, rounds=1)]
         self.assertEqual(report.median_rounds(runs), runs)
