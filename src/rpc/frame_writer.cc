@@ -15,7 +15,20 @@ void FrameWriter::flush(bool alone) noexcept {
       return;
     }
   }
-  wakeup_.set();  // the rest, or a failed send: the writer's own write reports the error
+  resume();  // the rest, or a failed send: the writer's own write reports the error
+}
+
+void FrameWriter::resume() noexcept {
+  if (starter_ == nullptr) {
+    wakeup_.set();
+    return;
+  }
+  idle_ = false;
+  if (starter_->start_writer()) return;
+  // No fiber to send them: the frames are dropped as after a failed write.
+  unsent_at_failure_ = pending();
+  failed_ = true;
+  pending_.clear();
 }
 
 tern::Result<void> FrameWriter::write_all(std::span<const std::byte> bytes) {
@@ -42,6 +55,10 @@ tern::Result<void> FrameWriter::flush_stream() {
 tern::Result<void> FrameWriter::run() {
   for (;;) {
     while (drained()) {
+      if (starter_ != nullptr) {
+        idle_ = true;  // the next frame starts another writer
+        return {};
+      }
       if (stopping_) return {};
       idle_ = true;
       wakeup_.reset();

@@ -11,6 +11,17 @@
 
 namespace tern::rpc::detail {
 
+// Starts the fibers of a FrameWriter that runs on demand (FrameWriter::run_on_demand).
+class WriterStarter {
+ public:
+  // Starts a fiber that calls the writer's run() (which then returns once nothing is left to
+  // send); false when no fiber could be started. Called from the worker's fibers.
+  virtual bool start_writer() noexcept = 0;
+
+ protected:
+  ~WriterStarter() = default;
+};
+
 // The sending half of a connection: fibers append whole frames to buffer() and call wake(); one
 // writer fiber runs run() and sends everything appended since its last write in one write, so
 // replies finished in the same scheduling round share a system call. Fibers of one worker.
@@ -18,10 +29,17 @@ class alignas(64) FrameWriter {
  public:
   explicit FrameWriter(Transport& stream) : stream_(stream) {}
 
+  // Instead of a writer fiber that waits for frames all along, `starter` starts one whenever
+  // frames are left to send and none runs; it ends once they are sent. Call before any frame.
+  void run_on_demand(WriterStarter& starter) noexcept {
+    starter_ = &starter;
+    idle_ = true;
+  }
+
   // Where to append frames; call wake() afterwards.
   net::Buffer& buffer() noexcept { return pending_; }
   void wake() noexcept {
-    if (idle_) wakeup_.set();
+    if (idle_) resume();
   }
   // Like wake(), but when `alone` (no other frame of this connection is expected this round, so
   // there is nothing to batch with) and the writer is idle, sends from the calling fiber and
@@ -40,8 +58,8 @@ class alignas(64) FrameWriter {
   // unsent bytes to go down.
   void set_progress_event(Event* event) noexcept { progress_ = event; }
 
-  // The writer fiber's loop: returns when stop() was called and everything was written, or at
-  // the first write error (the rest is dropped).
+  // The writer fiber's loop: returns once everything was written and stop() was called (on
+  // demand: once everything was written), or at the first write error (the rest is dropped).
   tern::Result<void> run();
   // Lets run() return once the buffer is empty.
   void stop() noexcept {
@@ -53,6 +71,8 @@ class alignas(64) FrameWriter {
   std::size_t unsent_at_failure() const noexcept { return unsent_at_failure_; }
 
  private:
+  // Sets the idle writer to work: wakes its fiber or, on demand, starts one.
+  void resume() noexcept;
   // Writes all of bytes, failing when write_timeout_ passes with no byte sent.
   tern::Result<void> write_all(std::span<const std::byte> bytes);
   // Sends what the stream's try_send() left unsent (TLS records), within write_timeout_.
@@ -74,6 +94,7 @@ class alignas(64) FrameWriter {
   std::chrono::milliseconds write_timeout_{0};
   std::size_t retained_size_ = 0;
   std::size_t unsent_at_failure_ = 0;
+  WriterStarter* starter_ = nullptr;  // set when the writer runs on demand
 };
 
 }  // namespace tern::rpc::detail

@@ -67,6 +67,7 @@ ServerConnection::ServerConnection(const Server& server, Server::State& state, T
   input_.set_retained_size(state.options.retained_buffer_size);
   writer_.set_retained_size(state.options.retained_buffer_size);
   writer_.set_write_timeout(state.options.write_timeout);
+  writer_.run_on_demand(*this);
 }
 
 void ServerConnection::serve() {
@@ -76,28 +77,17 @@ void ServerConnection::serve() {
   state_.connections.fetch_add(1, std::memory_order_relaxed);
   if (state_.stopping.load(std::memory_order_acquire)) goaway();
 
-  tern::Result<Fiber> writer = try_spawn(
-      [this] {
-        if (tern::Result<void> ran = writer_.run(); !ran) writer_failed(ran.error());
-      },
-      {.name = "rpc writer"});
-  if (writer) {
-    // This fiber reads the connection itself: one stack less per connection than a reader of
-    // its own, and the stack it runs on is the one the connection's fields already warmed.
-    reading_fiber_ = tern::detail::current_fiber("rpc::Server");
-    read_loop();
-    reading_fiber_ = nullptr;
-    // A stop_reading() that came while the loop was not waiting leaves its interrupt pending.
-    tern::detail::drop_interrupt(tern::detail::current_fiber("rpc::Server"));
-    // The calls the loop started last run before the connection closes, as they did when the
-    // loop had a fiber of its own: one that answers at once (say, just before a protocol error
-    // that its goaway counts it in) still gets its reply out.
-    this_fiber::yield();
-  } else {
-    // No memory for the writer's stack: refuse the connection (TcpServer closes the stream).
-    TERN_PEER_LOG_WARN("rpc: refusing the connection from {}: cannot start its writer fiber: {}",
-                       peer_, writer.error().message());
-  }
+  // This fiber reads the connection itself, and a reply's fiber sends the reply when it can:
+  // most connections need no other fiber than this one.
+  reading_fiber_ = tern::detail::current_fiber("rpc::Server");
+  read_loop();
+  reading_fiber_ = nullptr;
+  // A stop_reading() that came while the loop was not waiting leaves its interrupt pending.
+  tern::detail::drop_interrupt(tern::detail::current_fiber("rpc::Server"));
+  // The calls the loop started last run before the connection closes, as they did when the
+  // loop had a fiber of its own: one that answers at once (say, just before a protocol error
+  // that its goaway counts it in) still gets its reply out.
+  this_fiber::yield();
   fail_streams(Status(StatusCode::unavailable, "the connection closed"));
   if (!closed_) {
     closed_ = true;
@@ -108,7 +98,7 @@ void ServerConnection::serve() {
   }
   wait_all(call_fibers_);
   writer_.stop();
-  if (writer) writer->join();
+  wait_all(writer_fibers_);
   here.open.erase(this);
   state_.connections.fetch_sub(1, std::memory_order_relaxed);
   state_.connection_bytes.fetch_sub(reported_bytes_, std::memory_order_relaxed);
@@ -317,6 +307,25 @@ void ServerConnection::stream_flush() noexcept {
 }
 
 void ServerConnection::stream_closed(std::uint64_t id) noexcept { streams_.erase(id); }
+
+bool ServerConnection::start_writer() noexcept {
+  tern::Result<Fiber> writer = try_spawn(
+      [this] {
+        if (tern::Result<void> ran = writer_.run(); !ran) writer_failed(ran.error());
+        writer_fibers_.done();
+      },
+      {.name = "rpc writer"});
+  if (!writer) {
+    // Its frames are dropped: end the connection as after a failed write.
+    TERN_PEER_LOG_WARN("rpc: closing the connection from {}: cannot start its writer fiber: {}",
+                       peer_, writer.error().message());
+    stop_reading();
+    return false;
+  }
+  writer_fibers_.add();
+  writer->detach();
+  return true;
+}
 
 void ServerConnection::finish_stream(std::uint64_t id, const Status& status,
                                      const MetadataEntries& trailers) {

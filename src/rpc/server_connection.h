@@ -25,8 +25,9 @@
 namespace tern::rpc::detail {
 
 // The server side of one connection: its reading loop parses frames and starts a fiber per call;
-// calls hand their replies back here. Fibers of the connection's worker.
-class ServerConnection final : public StreamPort {
+// calls hand their replies back here, and a writer fiber, started when one is needed, sends what
+// they could not. Fibers of the connection's worker.
+class ServerConnection final : public StreamPort, WriterStarter {
  public:
   ServerConnection(const Server& server, Server::State& state, Transport& stream);
 
@@ -50,6 +51,9 @@ class ServerConnection final : public StreamPort {
   net::Buffer* stream_out() noexcept override;
   void stream_flush() noexcept override;
   void stream_closed(std::uint64_t id) noexcept override;
+
+  // WriterStarter.
+  bool start_writer() noexcept override;
 
   const std::string& peer() const noexcept { return peer_; }
   // The client's certificate on a TLS connection, else nullptr.
@@ -139,7 +143,8 @@ class ServerConnection final : public StreamPort {
   FrameReader input_;
   wire::Metadata metadata_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> streams_;  // open streams by id
-  Event room_;  // set when calls end or bytes are written, while waited on
+  Event room_;               // set when calls end or bytes are written, while waited on
+  WaitGroup writer_fibers_;  // the writer's fiber while it runs (and one ending)
   std::string peer_;
   std::optional<tls::PeerIdentity> peer_identity_;
   tern::detail::FiberControl* reading_fiber_ = nullptr;  // the fiber in read_loop(), if any
