@@ -131,9 +131,7 @@ void Scheduler::run() {
   AltSignalStack alt_stack;
   start_profiler();
   for (;;) {
-    free_finished();
-    take_remote_work();
-    if (!timers_.empty()) fire_timers();
+    take_in_work();
     if (!stop_seen_ && stop_requested()) {
       stop_seen_ = true;
       next_shutdown_report_ = Clock::now() + runtime_->options().shutdown_report_interval;
@@ -147,10 +145,7 @@ void Scheduler::run() {
       report_shutdown_progress();
     }
     if (!run_queue_.empty()) {
-      // Right after park() the parker's events are fresh: polling again would be a wasted
-      // system call (an epoll_wait or io_uring_enter per wake-up) before any fiber has run.
-      if (!just_parked_) timed(prof::LoopPhase::poll, [this] { parker_->poll(); });
-      just_parked_ = false;
+      poll_parker();
       timed(prof::LoopPhase::run, [this] {
         switch_budget_ = kSwitchesPerRound;
         switch_to(run_queue_.pop_front());
@@ -180,6 +175,19 @@ void Scheduler::run() {
   free_finished();
   stop_profiler();
   current_scheduler = nullptr;
+}
+
+void Scheduler::take_in_work() {
+  free_finished();
+  take_remote_work();
+  if (!timers_.empty()) fire_timers();
+}
+
+void Scheduler::poll_parker() {
+  // Right after park() the parker's events are fresh: polling again would be a wasted system
+  // call (an epoll_wait or io_uring_enter per wake-up) before any fiber has run.
+  if (!just_parked_) timed(prof::LoopPhase::poll, [this] { parker_->poll(); });
+  just_parked_ = false;
 }
 
 bool Scheduler::poll_for_work() {
@@ -429,7 +437,27 @@ void Scheduler::yield_to_loop(FiberControl* self) noexcept {
     return;
   }
   push_ready(self);
-  switch_from(self, &main_);
+  if (!turn_here_allowed(self)) {
+    switch_from(self, &main_);
+    return;
+  }
+  // The turn the loop would take, in its order (take in work, poll, then the first ready fiber,
+  // which may be self), without the two switches through the main context: each breaks the
+  // predicted pattern of the fibers' switches (measured 0.9 ns per switch with two fibers
+  // yielding, 57 ns per turn).
+  take_in_work();
+  poll_parker();
+  switch_budget_ = kSwitchesPerRound;
+  FiberControl* next = run_queue_.pop_front();
+  if (next != self) switch_from(self, next);
+}
+
+bool Scheduler::turn_here_allowed(const FiberControl* self) const noexcept {
+#if TERN_PROF_ENABLED
+  if (prof_ != nullptr) return false;
+#endif
+  return !stop_seen_ && !stop_requested() && !shared_stack_used_ &&
+         self->stack.size >= kTurnStackMin;
 }
 
 void Scheduler::report_parking_with_mutex(const FiberControl* self) const {

@@ -127,6 +127,15 @@ class Scheduler {
   // A yield that used up the switch budget: gives the worker's loop its turn, or ends the
   // program when the loop itself yielded.
   [[gnu::noinline]] void yield_to_loop(FiberControl* self) noexcept;
+  // Whether the loop's turn may be taken on the yielding fiber's own stack: the turn would
+  // only take in work and poll (no stop to handle, no profiler timing the loop's phases, no
+  // shared-stack fiber to copy around), and self's stack has room for it.
+  bool turn_here_allowed(const FiberControl* self) const noexcept;
+  // What a loop turn does before it picks a fiber: frees the last finished fiber, takes in
+  // remote work and fires due timers.
+  void take_in_work();
+  // Polls the parker, unless it has just returned from a park (its events are fresh then).
+  void poll_parker();
   // Gives back the stack of the last finished fiber nobody holds a handle to (it cannot be
   // given back on its own stack, so this waits until another context runs).
   void free_finished() noexcept {
@@ -187,6 +196,9 @@ class Scheduler {
 
   // How many fiber-to-fiber switches may pass before the main context gets a turn.
   static constexpr std::uint32_t kSwitchesPerRound = 64;
+  // The least stack a fiber needs for the loop's turn to run on it (turn_here_allowed): the
+  // reactor's poll and the take-in of posted work run there then.
+  static constexpr std::size_t kTurnStackMin = 32 * 1024;
   // How many finished fibers a worker keeps whole (control block, stack and guard) for the
   // next spawn; more go back to the stack pool as bare stacks.
   static constexpr std::uint32_t kMaxSpareFibers = 64;

@@ -182,6 +182,39 @@ TEST(Yield, BusyYieldersLeaveTheWorkerLoopItsTurnEvery64Switches) {
   });
 }
 
+TEST(Yield, BusyYieldersOnSmallStacksLeaveTheWorkerLoopItsTurnToo) {
+  // Yielders with stacks of 32 KiB or more take the loop's turn on their own stack; smaller
+  // ones (these get the least, 16 KiB) switch to the worker's loop for it. Either way a posted
+  // task runs within a turn.
+  on_one_worker([] {
+    const tern::FiberOptions small{.stack_size = 16 * 1024};
+    bool posted_ran = false;
+    bool stop = false;
+    int yields = 0;
+    tern::Fiber other = tern::spawn(
+        [&stop] {
+          while (!stop) tern::this_fiber::yield();
+        },
+        small);
+    tern::Fiber poster = tern::spawn(
+        [&] {
+          tern::this_fiber::yield();  // the other fiber is up and yielding
+          if (!tern::post(0, [&posted_ran] { posted_ran = true; })) return;
+          while (!posted_ran && yields < 1000) {
+            tern::this_fiber::yield();
+            ++yields;
+          }
+          stop = true;
+        },
+        small);
+    poster.join();
+    stop = true;
+    other.join();
+    EXPECT_TRUE(posted_ran);
+    EXPECT_LE(yields, 34) << "the loop's turn came late";
+  });
+}
+
 TEST(Yield, AloneReturnsAtOnce) {
   on_one_worker([] {
     for (int i = 0; i < 1000; ++i) tern::this_fiber::yield();
