@@ -84,6 +84,9 @@ int BufferBio::write(BIO* bio, const char* data, std::size_t length, std::size_t
     // A socket error leaves everything pending: the flush that sends it reports the error.
     Result<std::size_t> taken = io::try_send(self->direct_fd_, {bytes, length});
     if (taken) sent = *taken;
+    // One send per window: if this SSL_write seals more records (a peer that asked for smaller
+    // fragments, a key update first), they gather in the output for one socket write.
+    self->direct_fd_ = -1;
   }
   if (sent < length) self->pending_.append(bytes + sent, length - sent);
   *written = length;

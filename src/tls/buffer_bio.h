@@ -36,10 +36,11 @@ class BufferBio {
   // Takes the pending output to send; OpenSSL may write more meanwhile (into another buffer).
   // Valid until the next take_output().
   std::span<const std::byte> take_output() noexcept;
-  // While fd is not -1, what OpenSSL writes with no output pending goes straight from its own
+  // Until the next write OpenSSL makes, if no output is pending, it goes straight from OpenSSL's
   // buffer to the socket fd (one send that never waits), and only what the socket did not take
-  // (or all of it, after a socket error the next flush reports) is kept as pending output. The
-  // caller holds the stream's write turn, so no other send of fd is in flight.
+  // (or all of it, after a socket error the next flush reports) is kept as pending output; later
+  // writes are kept as usual (-1: no direct send). The caller holds the stream's write turn, so
+  // no other send of fd is in flight.
   void send_directly(int fd) noexcept { direct_fd_ = fd; }
 
  private:
