@@ -147,7 +147,8 @@ void Scheduler::run() {
     if (!run_queue_.empty()) {
       poll_parker();
       timed(prof::LoopPhase::run, [this] {
-        switch_budget_ = kSwitchesPerRound;
+        switch_budget_ = round_budget();
+        shared_budget_ = kSwitchesPerRound;
         switch_to(run_queue_.pop_front());
         switch_budget_ = 1;  // the loop runs again: see switch_budget_
       });
@@ -430,10 +431,24 @@ FiberControl* Scheduler::claim_joiner(Waiter& joiner) noexcept {
   return fiber;
 }
 
+void Scheduler::suspend_slow() noexcept {
+  switch_budget_ = 1;  // see switch_budget_
+  FiberControl* next = nullptr;
+  if (shared_stack_used_ && --shared_budget_ != 0) next = run_queue_.pop_front();
+  if (next == nullptr) next = &main_;  // the loop's turn (it sets the budgets again)
+  if (next == running_) return;        // woken before it parked (its waker set it ready)
+  switch_to(next);
+}
+
 void Scheduler::yield_to_loop(FiberControl* self) noexcept {
   switch_budget_ = 1;  // the loop's turn, or the loop runs already (see switch_budget_)
   if (self == &main_) [[unlikely]] {
     (void)current_scheduler_or_die("tern::this_fiber::yield");
+    return;
+  }
+  if (shared_stack_used_ && --shared_budget_ != 0) {  // not the loop's turn yet
+    if (run_queue_.empty()) return;
+    switch_from(self, run_queue_.rotate(self));
     return;
   }
   push_ready(self);

@@ -112,6 +112,9 @@ class Scheduler {
   void switch_to(FiberControl* next) noexcept { switch_from(running_, next); }
   // switch_to with the running fiber at hand (`prev`), which saves reloading it.
   void switch_from(FiberControl* prev, FiberControl* next) noexcept;
+  // switch_from for neither fiber on the shared stack: what the fast paths of yield and
+  // suspend use, which a worker with shared-stack fibers never takes (see switch_budget_).
+  void switch_plain(FiberControl* prev, FiberControl* next) noexcept;
   // Gives a fiber being created its id (from this worker's block of ids) and its name.
   void name_new_fiber(FiberControl& fiber, const FiberOptions& options);
   // Shared stacks (scheduler_shared.cc).
@@ -124,6 +127,9 @@ class Scheduler {
   [[gnu::noinline]] void switch_shared(FiberControl* prev, FiberControl* next) noexcept;
   [[noreturn]] static void copier_main(void* from);
   void suspend() noexcept;
+  // A wait that used up the switch budget: the loop's turn, or with shared-stack fibers on the
+  // worker possibly just a switch with the shared-stack test (see switch_budget_).
+  [[gnu::noinline]] void suspend_slow() noexcept;
   // A yield that used up the switch budget: gives the worker's loop its turn, or ends the
   // program when the loop itself yielded.
   [[gnu::noinline]] void yield_to_loop(FiberControl* self) noexcept;
@@ -240,8 +246,13 @@ class Scheduler {
   // Fiber-to-fiber switches left before the main context's turn (counted down: a decrement
   // and a branch per switch). The loop sets it when it hands the worker to a fiber, and to 1
   // while it runs itself, so that a yield there takes the budget's slow path (yield_to_loop),
-  // which reports it: the fast path tests nothing else.
+  // which reports it. Once the worker has made a shared-stack fiber it stays at 1, so that
+  // every yield and wait takes its slow path, which tests for shared-stack fibers and counts
+  // the switches in shared_budget_: the fast paths test nothing else.
   std::uint32_t switch_budget_ = 1;
+  std::uint32_t shared_budget_ = kSwitchesPerRound;  // switch_budget_ while shared stacks are used
+  // What the loop sets switch_budget_ to when it hands the worker to a fiber.
+  std::uint32_t round_budget() const noexcept { return shared_stack_used_ ? 1 : kSwitchesPerRound; }
   std::uint64_t next_id_ = 0;
   std::uint64_t last_id_ = 0;
   bool stop_seen_ = false;
@@ -266,12 +277,14 @@ class Scheduler {
 // yield, suspend and switch_to are the path of every switch: inline, so that this_fiber::yield
 // is one function that ends in a jump to the context switch.
 inline void Scheduler::switch_from(FiberControl* prev, FiberControl* next) noexcept {
-  if (shared_stack_used_) [[unlikely]] {
-    if (prev->on_shared_stack || next->on_shared_stack) {
-      switch_shared(prev, next);
-      return;
-    }
+  if (shared_stack_used_ && (prev->on_shared_stack || next->on_shared_stack)) [[unlikely]] {
+    switch_shared(prev, next);
+    return;
   }
+  switch_plain(prev, next);
+}
+
+inline void Scheduler::switch_plain(FiberControl* prev, FiberControl* next) noexcept {
   running_ = next;
   sanitizer_before_switch(prev->sanitizer, next->sanitizer, prev->state == FiberState::finished);
 #if TERN_ASAN || TERN_TSAN
@@ -283,15 +296,14 @@ inline void Scheduler::switch_from(FiberControl* prev, FiberControl* next) noexc
 }
 
 inline void Scheduler::suspend() noexcept {
-  FiberControl* next = nullptr;
-  if (--switch_budget_ != 0) [[likely]] {
-    next = run_queue_.pop_front();
-  } else {
-    switch_budget_ = 1;  // the loop's turn (it sets the budget when it hands the worker on)
+  if (--switch_budget_ == 0) [[unlikely]] {
+    suspend_slow();
+    return;
   }
+  FiberControl* next = run_queue_.pop_front();
   if (next == nullptr) next = &main_;
   if (next == running_) return;  // woken before it parked (its waker set it ready)
-  switch_to(next);
+  switch_plain(running_, next);
 }
 
 // A yield hands the worker straight to the first ready fiber and queues itself behind the
@@ -305,7 +317,7 @@ inline void Scheduler::yield() noexcept {
     return;
   }
   if (run_queue_.empty()) return;  // nobody else is ready: go on running
-  switch_from(self, run_queue_.rotate(self));
+  switch_plain(self, run_queue_.rotate(self));
 }
 
 // Inline: a spawn's way from tern::spawn to the run queue is then one call.

@@ -52,7 +52,11 @@ Result<FiberSlot> Scheduler::create_shared_fiber(const FiberOptions& options,
   auto* fiber = ::new (block) FiberControl;
   fiber->scheduler = this;
   fiber->on_shared_stack = true;
-  shared_stack_used_ = true;
+  if (!shared_stack_used_) {  // from now on every yield and wait counts in shared_budget_
+    shared_stack_used_ = true;
+    shared_budget_ = switch_budget_;
+    switch_budget_ = 1;
+  }
   fiber->stack = shared_stack_.stack();  // not owned: for the stack overflow report
   name_new_fiber(*fiber, options);
   // context stays null until the fiber first runs: SharedStack::load builds its first frame.

@@ -144,6 +144,44 @@ TEST(SharedStack, SharedFibersTalkToEachOther) {
   });
 }
 
+TEST(SharedStack, YieldersKeepTheirFramesAndLeaveTheWorkerLoopItsTurn) {
+  // Once a worker has shared-stack fibers, every yield and wait takes the switch budget's slow
+  // path, which counts the switches itself: the loop still gets its turn once in 64 switches
+  // (a posted task runs within 34 yields of two busy yielders), and a yielder on the shared
+  // stack and one on its own stack keep their frames.
+  run_on(1, [] {
+    bool posted_ran = false;
+    bool stop = false;
+    int yields = 0;
+    bool frames_kept[2] = {false, false};
+    tern::Fiber shared = tern::spawn(
+        [&] {
+          frames_kept[0] = frames_survive<512>(7, [&stop] {
+            while (!stop) tern::this_fiber::yield();
+          });
+        },
+        kShared);
+    tern::Fiber own = tern::spawn([&] {
+      frames_kept[1] = frames_survive<512>(9, [&] {
+        tern::this_fiber::yield();  // the shared fiber is up and yielding
+        if (!tern::post(0, [&posted_ran] { posted_ran = true; })) return;
+        while (!posted_ran && yields < 1000) {
+          tern::this_fiber::yield();
+          ++yields;
+        }
+      });
+      stop = true;
+    });
+    own.join();
+    stop = true;
+    shared.join();
+    EXPECT_TRUE(posted_ran);
+    EXPECT_LE(yields, 34) << "the loop's turn came late";
+    EXPECT_TRUE(frames_kept[0]);
+    EXPECT_TRUE(frames_kept[1]);
+  });
+}
+
 TEST(SharedStack, SelectWakesAParkedSharedFiber) {
   run_on(1, [] {
     tern::Channel<int> numbers(1);
