@@ -59,6 +59,10 @@ std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible) 
   return self->scheduler->wait(self, deadline, interruptible);
 }
 
+std::error_code wait(FiberControl* self, WaitLimit& limit, bool interruptible) {
+  return self->scheduler->wait(self, limit, interruptible);
+}
+
 void keep_interrupt(FiberControl* self) noexcept { self->interrupt_requested = true; }
 
 void interrupt(FiberControl* fiber) noexcept { fiber->scheduler->interrupt(fiber); }

@@ -493,7 +493,21 @@ std::error_code Scheduler::wait(FiberControl* self, Deadline deadline, bool inte
   }
   // A timed wait reads the coarse clock once: to see a deadline already past, and afterwards to
   // judge whether its timer is far enough off to keep (settle_timer).
-  const Deadline started = deadline != kNoDeadline ? coarse_now() : Deadline{};
+  return wait_from(self, deadline, deadline != kNoDeadline ? coarse_now() : Deadline{},
+                   interruptible);
+}
+
+std::error_code Scheduler::wait(FiberControl* self, WaitLimit& limit, bool interruptible) {
+  if (!limit.is_idle()) return wait(self, limit.fix(), interruptible);
+  TERN_ASSERT(self == running_ && !self->is_main, "tern: wait() outside a worker fiber");
+  check_can_park(self);
+  // The idle timeout's deadline counts from the reading the wait makes anyway.
+  const Deadline started = coarse_now();
+  return wait_from(self, limit.fix(started), started, interruptible);
+}
+
+std::error_code Scheduler::wait_from(FiberControl* self, Deadline deadline, Deadline started,
+                                     bool interruptible) {
   bool claimed_elsewhere = false;
   if (interruptible && (self->interrupt_requested || stop_requested())) {
     if (claim_fiber(self)) {

@@ -17,6 +17,7 @@
 #include "stack.h"
 #include "tern/base/intrusive_list.h"
 #include "tern/base/mpsc_queue.h"
+#include "tern/base/wait_limit.h"
 #include "tern/fiber/park.h"
 #include "tern/prof/loop_profiler.h"
 #include "timer_heap.h"
@@ -89,6 +90,8 @@ class Scheduler {
   // the program (see switch_budget_).
   void yield() noexcept;
   std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible);
+  // wait() until `limit`, fixing it (tern::detail::wait's WaitLimit form).
+  std::error_code wait(FiberControl* self, WaitLimit& limit, bool interruptible);
   void interrupt(FiberControl* fiber) noexcept;
 
   // Queues a claimed fiber to run. Any thread.
@@ -162,6 +165,10 @@ class Scheduler {
   void release_spare_fibers() noexcept;
   std::size_t take_remote_work();
   void fire_timers();
+  // A timed or interruptible wait until `deadline`; `started`: the coarse time at its start
+  // (Deadline{} without a deadline).
+  std::error_code wait_from(FiberControl* self, Deadline deadline, Deadline started,
+                            bool interruptible);
   // Arms self's timer for the wait that starts, reusing a kept node that fires no later.
   void arm_timer(FiberControl* self, Deadline deadline);
   // After a wait with a timer: keeps the node in the heap while its deadline is far (the next

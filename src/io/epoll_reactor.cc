@@ -78,14 +78,14 @@ class EpollReactor final : public Reactor {
     [[maybe_unused]] ssize_t n = tern::detail::sys.write(wake_, &one, sizeof one);
   }
 
-  Result<std::size_t> read(int fd, void* buf, std::size_t len, Deadline deadline) override {
-    return retry(fd, false, deadline, [&] { return tern::detail::sys.read(fd, buf, len); });
+  Result<std::size_t> read(int fd, void* buf, std::size_t len, WaitLimit limit) override {
+    return retry(fd, false, limit, [&] { return tern::detail::sys.read(fd, buf, len); });
   }
-  Result<std::size_t> write(int fd, const void* buf, std::size_t len, Deadline deadline) override {
-    return retry(fd, true, deadline, [&] { return tern::detail::sys.write(fd, buf, len); });
+  Result<std::size_t> write(int fd, const void* buf, std::size_t len, WaitLimit limit) override {
+    return retry(fd, true, limit, [&] { return tern::detail::sys.write(fd, buf, len); });
   }
   Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
-                           Deadline deadline) override {
+                           WaitLimit limit) override {
     FdState* known = registered_state(fd);  // not used past a wait: close may free it
     // Reads that fill their buffer (exact-size reads of a header, a reply, a block) cannot tell
     // an empty queue from a full one. Once a TCP socket's last read was such, the next one asks
@@ -101,15 +101,14 @@ class EpollReactor final : public Reactor {
     if (flags == 0 && known != nullptr && known->stream_socket && known->drained &&
         !known->readable && !known->irregular) {
       const bool on_stack = !tern::detail::parks_off_stack();
-      if (Result<void> ready = wait_ready(fd, false, deadline, on_stack ? &pending : nullptr);
-          !ready)
+      if (Result<void> ready = wait_ready(fd, false, limit, on_stack ? &pending : nullptr); !ready)
         return fail(ready.error());
     }
     Result<std::size_t> n =
         pending.done
             ? (pending.result >= 0 ? Result<std::size_t>(static_cast<std::size_t>(pending.result))
                                    : Result<std::size_t>(fail(errno_code(pending.error))))
-            : retry(fd, false, deadline, [&] {
+            : retry(fd, false, limit, [&] {
                 return ask_left ? recv_reporting_left(fd, buf, len, left)
                                 : tern::detail::sys.recv(fd, buf, len, flags);
               });
@@ -126,17 +125,15 @@ class EpollReactor final : public Reactor {
     return n;
   }
   Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
-                           Deadline deadline) override {
-    return retry(fd, true, deadline,
+                           WaitLimit limit) override {
+    return retry(fd, true, limit,
                  [&] { return tern::detail::sys.send(fd, buf, len, flags | MSG_NOSIGNAL); });
   }
-  Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) override {
-    return retry(fd, false, deadline,
-                 [&] { return tern::detail::sys.recvmsg(fd, message, flags); });
+  Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, WaitLimit limit) override {
+    return retry(fd, false, limit, [&] { return tern::detail::sys.recvmsg(fd, message, flags); });
   }
-  Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags,
-                              Deadline deadline) override {
-    return retry(fd, true, deadline,
+  Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags, WaitLimit limit) override {
+    return retry(fd, true, limit,
                  [&] { return tern::detail::sys.sendmsg(fd, message, flags | MSG_NOSIGNAL); });
   }
   Result<int> accept(int fd, sockaddr* peer, socklen_t* length, Deadline deadline) override {
@@ -156,11 +153,13 @@ class EpollReactor final : public Reactor {
   }
 
   Result<void> wait_ready(int fd, bool writable, Deadline deadline) override {
-    return wait_ready(fd, writable, deadline, nullptr);
+    WaitLimit limit = deadline;
+    return wait_ready(fd, writable, limit, nullptr);
   }
 
-  // wait_ready, handing a reader's buffer to the edge's dispatch when `pending` is set.
-  Result<void> wait_ready(int fd, bool writable, Deadline deadline, PendingRecv* pending) {
+  // wait_ready until `limit`, which a wait fixes (an operation's later waits share its
+  // deadline), handing a reader's buffer to the edge's dispatch when `pending` is set.
+  Result<void> wait_ready(int fd, bool writable, WaitLimit& limit, PendingRecv* pending) {
     FdState* known = registered_state(fd);  // the common case: no call to register_fd
     if (known == nullptr) {
       if (Result<void> registered = register_fd(fd); !registered) return registered;
@@ -183,7 +182,7 @@ class EpollReactor final : public Reactor {
     tern::detail::begin_wait(waiter.fiber);
     WaitList& queue = writable ? state.writers : state.readers;
     queue.push_back(waiter);
-    const std::error_code result = tern::detail::wait(waiter.fiber, deadline, true);
+    const std::error_code result = tern::detail::wait(waiter.fiber, limit, true);
     if (!waiter.fired) {
       tern::detail::withdraw(queue, waiter);
       return fail(result);
@@ -269,8 +268,10 @@ class EpollReactor final : public Reactor {
     return state.tcp_inq;
   }
 
+  // Makes the system call, and on EAGAIN waits for readiness and makes it again; `limit` is
+  // fixed (an idle timeout's deadline computed) by the first wait only.
   template <typename Call>
-  Result<std::size_t> retry(int fd, bool writable, Deadline deadline, Call call) {
+  Result<std::size_t> retry(int fd, bool writable, WaitLimit limit, Call call) {
     for (bool waited = false;; waited = true) {
       const ssize_t n = call();
       if (n >= 0) {
@@ -281,7 +282,7 @@ class EpollReactor final : public Reactor {
       if (err == EINTR) continue;
       if (err != EAGAIN && err != EWOULDBLOCK) return fail(errno_code(err));
       budget_ = kBudget;
-      if (Result<void> ready = wait_ready(fd, writable, deadline); !ready)
+      if (Result<void> ready = wait_ready(fd, writable, limit, nullptr); !ready)
         return fail(ready.error());
     }
   }

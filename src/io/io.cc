@@ -70,24 +70,24 @@ Result<std::size_t> counted(prof::Counter& bytes, Operation operation) {
 
 }  // namespace
 
-Result<std::size_t> read(int fd, std::span<std::byte> buf, Deadline deadline) {
+Result<std::size_t> read(int fd, std::span<std::byte> buf, WaitLimit limit) {
   return counted(bytes_read,
-                 [&] { return reactor("read").read(fd, buf.data(), buf.size(), deadline); });
+                 [&] { return reactor("read").read(fd, buf.data(), buf.size(), limit); });
 }
 
-Result<std::size_t> write(int fd, std::span<const std::byte> buf, Deadline deadline) {
+Result<std::size_t> write(int fd, std::span<const std::byte> buf, WaitLimit limit) {
   return counted(bytes_written,
-                 [&] { return reactor("write").write(fd, buf.data(), buf.size(), deadline); });
+                 [&] { return reactor("write").write(fd, buf.data(), buf.size(), limit); });
 }
 
-Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags, Deadline deadline) {
+Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags, WaitLimit limit) {
   return counted(bytes_read,
-                 [&] { return reactor("recv").recv(fd, buf.data(), buf.size(), flags, deadline); });
+                 [&] { return reactor("recv").recv(fd, buf.data(), buf.size(), flags, limit); });
 }
 
-Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags, Deadline deadline) {
+Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags, WaitLimit limit) {
   return counted(bytes_written,
-                 [&] { return reactor("send").send(fd, buf.data(), buf.size(), flags, deadline); });
+                 [&] { return reactor("send").send(fd, buf.data(), buf.size(), flags, limit); });
 }
 
 Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept {
@@ -103,14 +103,13 @@ Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept {
   }
 }
 
-Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) {
-  return counted(bytes_read,
-                 [&] { return reactor("recvmsg").recvmsg(fd, message, flags, deadline); });
+Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, WaitLimit limit) {
+  return counted(bytes_read, [&] { return reactor("recvmsg").recvmsg(fd, message, flags, limit); });
 }
 
-Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags, Deadline deadline) {
+Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags, WaitLimit limit) {
   return counted(bytes_written,
-                 [&] { return reactor("sendmsg").sendmsg(fd, message, flags, deadline); });
+                 [&] { return reactor("sendmsg").sendmsg(fd, message, flags, limit); });
 }
 
 Result<int> accept(int fd, sockaddr* peer, socklen_t* peer_length, Deadline deadline) {

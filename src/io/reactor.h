@@ -6,6 +6,7 @@
 
 #include "tern/base/clock.h"
 #include "tern/base/result.h"
+#include "tern/base/wait_limit.h"
 #include "tern/fiber/park.h"
 #include "tern/io/backend.h"
 
@@ -28,16 +29,17 @@ class Reactor : public Parker {
   static Reactor* current() noexcept { return current_reactor_; }
   Backend backend() const noexcept { return backend_; }
 
-  virtual Result<std::size_t> read(int fd, void* buf, std::size_t len, Deadline deadline) = 0;
-  virtual Result<std::size_t> write(int fd, const void* buf, std::size_t len,
-                                    Deadline deadline) = 0;
+  // The operations that move bytes take a WaitLimit: an idle timeout's deadline is computed
+  // only by an operation that has to wait.
+  virtual Result<std::size_t> read(int fd, void* buf, std::size_t len, WaitLimit limit) = 0;
+  virtual Result<std::size_t> write(int fd, const void* buf, std::size_t len, WaitLimit limit) = 0;
   virtual Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
-                                   Deadline deadline) = 0;
+                                   WaitLimit limit) = 0;
   virtual Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
-                                   Deadline deadline) = 0;
-  virtual Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) = 0;
+                                   WaitLimit limit) = 0;
+  virtual Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, WaitLimit limit) = 0;
   virtual Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags,
-                                      Deadline deadline) = 0;
+                                      WaitLimit limit) = 0;
   virtual Result<int> accept(int fd, sockaddr* peer, socklen_t* length, Deadline deadline) = 0;
   virtual Result<void> connect(int fd, const sockaddr* address, socklen_t length,
                                Deadline deadline) = 0;

@@ -97,26 +97,24 @@ class UringReactor final : public Reactor {
     [[maybe_unused]] ssize_t n = tern::detail::sys.write(wake_, &one, sizeof one);
   }
 
-  Result<std::size_t> read(int fd, void* buf, std::size_t len, Deadline deadline) override {
+  Result<std::size_t> read(int fd, void* buf, std::size_t len, WaitLimit limit) override {
     if (tern::detail::parks_off_stack())
-      return by_readiness(fd, false, deadline,
-                          [&] { return tern::detail::sys.read(fd, buf, len); });
-    return bytes(fd, false, deadline, [&](io_uring_sqe* sqe) {
+      return by_readiness(fd, false, limit, [&] { return tern::detail::sys.read(fd, buf, len); });
+    return bytes(fd, false, limit, [&](io_uring_sqe* sqe) {
       io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(len), static_cast<__u64>(-1));
     });
   }
-  Result<std::size_t> write(int fd, const void* buf, std::size_t len, Deadline deadline) override {
+  Result<std::size_t> write(int fd, const void* buf, std::size_t len, WaitLimit limit) override {
     if (tern::detail::parks_off_stack())
-      return by_readiness(fd, true, deadline,
-                          [&] { return tern::detail::sys.write(fd, buf, len); });
-    return bytes(fd, true, deadline, [&](io_uring_sqe* sqe) {
+      return by_readiness(fd, true, limit, [&] { return tern::detail::sys.write(fd, buf, len); });
+    return bytes(fd, true, limit, [&](io_uring_sqe* sqe) {
       io_uring_prep_write(sqe, fd, buf, static_cast<unsigned>(len), static_cast<__u64>(-1));
     });
   }
   Result<std::size_t> recv(int fd, void* buf, std::size_t len, int flags,
-                           Deadline deadline) override {
+                           WaitLimit limit) override {
     if (tern::detail::parks_off_stack()) {
-      return by_readiness(fd, false, deadline, [&] {
+      return by_readiness(fd, false, limit, [&] {
         return tern::detail::sys.recv(fd, buf, len, flags | MSG_DONTWAIT);
       });
     }
@@ -126,7 +124,7 @@ class UringReactor final : public Reactor {
     const bool poll_first = poll_first_ && flags == 0 && was_drained(fd);
     unsigned cqe_flags = 0;
     Result<std::size_t> n = bytes(
-        fd, false, deadline,
+        fd, false, limit,
         [&](io_uring_sqe* sqe) {
           io_uring_prep_recv(sqe, fd, buf, len, flags);
           if (poll_first) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
@@ -134,41 +132,40 @@ class UringReactor final : public Reactor {
         &cqe_flags);
     if (!n && poll_first && n.error() == std::errc::invalid_argument) {
       poll_first_ = false;  // a kernel without the flag: receive as before
-      return recv(fd, buf, len, flags, deadline);
+      return recv(fd, buf, len, flags, limit);
     }
     note_drained(fd,
                  recv_emptied_queue(flags, n, len, (cqe_flags & IORING_CQE_F_SOCK_NONEMPTY) == 0));
     return n;
   }
   Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
-                           Deadline deadline) override {
+                           WaitLimit limit) override {
     if (tern::detail::parks_off_stack()) {
-      return by_readiness(fd, true, deadline, [&] {
+      return by_readiness(fd, true, limit, [&] {
         return tern::detail::sys.send(fd, buf, len, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
       });
     }
-    return bytes(fd, true, deadline, [&](io_uring_sqe* sqe) {
+    return bytes(fd, true, limit, [&](io_uring_sqe* sqe) {
       io_uring_prep_send(sqe, fd, buf, len, flags | MSG_NOSIGNAL);
     });
   }
-  Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, Deadline deadline) override {
+  Result<std::size_t> recvmsg(int fd, msghdr* message, int flags, WaitLimit limit) override {
     if (tern::detail::parks_off_stack()) {
-      return by_readiness(fd, false, deadline, [&] {
+      return by_readiness(fd, false, limit, [&] {
         return tern::detail::sys.recvmsg(fd, message, flags | MSG_DONTWAIT);
       });
     }
-    return bytes(fd, false, deadline, [&](io_uring_sqe* sqe) {
+    return bytes(fd, false, limit, [&](io_uring_sqe* sqe) {
       io_uring_prep_recvmsg(sqe, fd, message, static_cast<unsigned>(flags));
     });
   }
-  Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags,
-                              Deadline deadline) override {
+  Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags, WaitLimit limit) override {
     if (tern::detail::parks_off_stack()) {
-      return by_readiness(fd, true, deadline, [&] {
+      return by_readiness(fd, true, limit, [&] {
         return tern::detail::sys.sendmsg(fd, message, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
       });
     }
-    return bytes(fd, true, deadline, [&](io_uring_sqe* sqe) {
+    return bytes(fd, true, limit, [&](io_uring_sqe* sqe) {
       io_uring_prep_sendmsg(sqe, fd, message, static_cast<unsigned>(flags | MSG_NOSIGNAL));
     });
   }
@@ -210,8 +207,9 @@ class UringReactor final : public Reactor {
       if (Result<void> ready = wait_ready(fd, true, deadline); !ready) return ready;
       return connect_outcome(fd);
     }
+    WaitLimit limit = deadline;
     Result<int> done =
-        run(deadline, [&](io_uring_sqe* sqe) { io_uring_prep_connect(sqe, fd, address, length); });
+        run(limit, [&](io_uring_sqe* sqe) { io_uring_prep_connect(sqe, fd, address, length); });
     if (done) return {};
     if (done.error() != std::errc::operation_in_progress &&
         done.error() != std::errc::resource_unavailable_try_again &&
@@ -221,7 +219,8 @@ class UringReactor final : public Reactor {
     return connect_outcome(fd);
   }
   Result<void> wait_ready(int fd, bool writable, Deadline deadline) override {
-    Result<int> ready = run(deadline, [&](io_uring_sqe* sqe) {
+    WaitLimit limit = deadline;
+    Result<int> ready = run(limit, [&](io_uring_sqe* sqe) {
       io_uring_prep_poll_add(sqe, fd, writable ? POLLOUT : POLLIN);
     });
     if (!ready) return fail(ready.error());
@@ -258,7 +257,8 @@ class UringReactor final : public Reactor {
       if (!accepted) return fail(accepted.error());
       return static_cast<int>(*accepted);
     }
-    Result<std::size_t> accepted = bytes(fd, false, deadline, [&](io_uring_sqe* sqe) {
+    WaitLimit limit = deadline;
+    Result<std::size_t> accepted = bytes(fd, false, limit, [&](io_uring_sqe* sqe) {
       io_uring_prep_accept(sqe, fd, peer, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
     });
     if (!accepted) return fail(accepted.error());
@@ -322,38 +322,39 @@ class UringReactor final : public Reactor {
   // move while it is parked: the kernel must not hold them across a park. Such a fiber calls the
   // non-blocking system call itself and waits for readiness (a poll that holds no pointer) when
   // it would block.
+  // `limit` is fixed (an idle timeout's deadline computed) at the first wait only.
   template <typename Call>
-  Result<std::size_t> by_readiness(int fd, bool writable, Deadline deadline, Call call) {
+  Result<std::size_t> by_readiness(int fd, bool writable, WaitLimit limit, Call call) {
     for (;;) {
       const ssize_t n = call();
       if (n >= 0) return static_cast<std::size_t>(n);
       const int err = errno;
       if (err == EINTR) continue;
       if (err != EAGAIN && err != EWOULDBLOCK) return fail(errno_code(err));
-      if (Result<void> ready = wait_ready(fd, writable, deadline); !ready)
+      if (Result<void> ready = wait_ready(fd, writable, limit.fix()); !ready)
         return fail(ready.error());
     }
   }
 
   // Runs one operation; on EAGAIN (a non-blocking fd the kernel did not poll for us) waits for
-  // readiness and submits it again.
+  // readiness and submits it again. The first wait fixes `limit` for the later ones.
   template <typename Prep>
-  Result<std::size_t> bytes(int fd, bool writable, Deadline deadline, Prep prep,
+  Result<std::size_t> bytes(int fd, bool writable, WaitLimit& limit, Prep prep,
                             unsigned* cqe_flags = nullptr) {
     for (;;) {
-      Result<int> done = run(deadline, prep, cqe_flags);
+      Result<int> done = run(limit, prep, cqe_flags);
       if (done) return static_cast<std::size_t>(*done);
       if (done.error() != std::errc::resource_unavailable_try_again) return fail(done.error());
-      if (Result<void> ready = wait_ready(fd, writable, deadline); !ready)
+      if (Result<void> ready = wait_ready(fd, writable, limit.fix()); !ready)
         return fail(ready.error());
     }
   }
 
-  // Submits the operation prep() describes and parks until its completion. On a deadline or an
-  // interrupt it cancels the operation and still waits for its completion, since the kernel may
-  // be using the caller's buffers until then.
+  // Submits the operation prep() describes and parks until its completion or `limit` (which
+  // the wait fixes). On a deadline or an interrupt it cancels the operation and still waits for
+  // its completion, since the kernel may be using the caller's buffers until then.
   template <typename Prep>
-  Result<int> run(Deadline deadline, Prep prep, unsigned* cqe_flags = nullptr) {
+  Result<int> run(WaitLimit& limit, Prep prep, unsigned* cqe_flags = nullptr) {
     const tern::detail::ParkedNode<UringOp> node(tern::detail::parks_off_stack());
     UringOp& op = *node;
     op.waiter.fiber = tern::detail::current_fiber("tern::io");
@@ -361,7 +362,7 @@ class UringReactor final : public Reactor {
     prep(sqe);
     io_uring_sqe_set_data(sqe, &op);
     tern::detail::begin_wait(op.waiter.fiber);
-    const std::error_code woken = tern::detail::wait(op.waiter.fiber, deadline, true);
+    const std::error_code woken = tern::detail::wait(op.waiter.fiber, limit, true);
     if (!op.done) {
       io_uring_sqe* cancel = next_sqe();
       io_uring_prep_cancel(cancel, &op, 0);

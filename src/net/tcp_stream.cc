@@ -39,10 +39,6 @@ Result<TcpStream> TcpStream::connect(std::string_view host_port, Deadline deadli
   return fail(last);
 }
 
-[[gnu::noinline]] Deadline TcpStream::timeout_deadline() const noexcept {
-  return coarse_deadline_after(timeout_);
-}
-
 Result<void> TcpStream::read_exact(std::span<std::byte> buf, Deadline deadline) {
   while (!buf.empty()) {
     Result<std::size_t> n = io::recv(socket_.fd(), buf, 0, effective(deadline));
@@ -54,7 +50,7 @@ Result<void> TcpStream::read_exact(std::span<std::byte> buf, Deadline deadline) 
 }
 
 Result<void> TcpStream::wait_readable(Deadline deadline) {
-  return io::wait_data(socket_.fd(), effective(deadline));
+  return io::wait_data(socket_.fd(), effective(deadline).fix());
 }
 
 Result<std::size_t> TcpStream::write(std::span<const std::byte> buf, Deadline deadline) {
@@ -82,14 +78,13 @@ namespace {
 // TcpStream::writev, inline in writev_all: one piece (a frame16 reply, header and payload read
 // together) is a plain send, which spares the kernel copying in and checking a message header
 // and an iovec array.
-inline Result<std::size_t> send_pieces(int fd, std::span<const iovec> iov, Deadline deadline) {
+inline Result<std::size_t> send_pieces(int fd, std::span<const iovec> iov, WaitLimit limit) {
   if (iov.size() == 1)
-    return io::send(fd, {static_cast<const std::byte*>(iov[0].iov_base), iov[0].iov_len}, 0,
-                    deadline);
+    return io::send(fd, {static_cast<const std::byte*>(iov[0].iov_base), iov[0].iov_len}, 0, limit);
   msghdr message = {};
   message.msg_iov = const_cast<iovec*>(iov.data());
   message.msg_iovlen = std::min<std::size_t>(iov.size(), IOV_MAX);
-  return io::sendmsg(fd, &message, 0, deadline);
+  return io::sendmsg(fd, &message, 0, limit);
 }
 
 }  // namespace

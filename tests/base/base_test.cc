@@ -22,6 +22,7 @@
 #include "tern/base/mpsc_queue.h"
 #include "tern/base/result.h"
 #include "tern/base/spin_lock.h"
+#include "tern/base/wait_limit.h"
 
 namespace {
 
@@ -262,6 +263,40 @@ TEST(Clock, CoarseDeadlineIsAtMostTwoTicksLate) {
   const auto now_if_negative = tern::coarse_deadline_after(std::chrono::seconds(-1));
   EXPECT_GE(now_if_negative, before) << "a timeout of zero or less is now, as in deadline_after";
   EXPECT_LE(now_if_negative, tern::Clock::now());
+}
+
+TEST(WaitLimit, ADeadlineIsKeptAsItIs) {
+  const tern::Deadline deadline = tern::Clock::now() + std::chrono::seconds(5);
+  tern::WaitLimit limit = deadline;
+  EXPECT_FALSE(limit.is_idle());
+  EXPECT_EQ(limit.fix(), deadline);
+  EXPECT_EQ(tern::WaitLimit().fix(), tern::kNoDeadline);
+}
+
+TEST(WaitLimit, AnIdleTimeoutGetsItsDeadlineWhenFixedAndKeepsIt) {
+  const auto tick = tern::coarse_resolution();
+  tern::WaitLimit limit = tern::WaitLimit::idle(std::chrono::seconds(300));
+  EXPECT_TRUE(limit.is_idle());
+  const auto before = tern::Clock::now();
+  const tern::Deadline fixed = limit.fix();
+  const auto after = tern::Clock::now();
+  // As coarse_deadline_after counts it (CoarseDeadlineIsAtMostTwoTicksLate).
+  EXPECT_GE(fixed, before + std::chrono::seconds(300) - tick);
+  EXPECT_LE(fixed, after + std::chrono::seconds(300) + 2 * tick);
+  EXPECT_FALSE(limit.is_idle());
+  EXPECT_EQ(limit.fix(), fixed) << "the later waits of one operation share its first deadline";
+
+  // A wait that read the coarse clock itself has the deadline count from its reading.
+  tern::WaitLimit from_reading = tern::WaitLimit::idle(std::chrono::seconds(300));
+  const tern::Deadline reading = tern::coarse_now();
+  EXPECT_EQ(from_reading.fix(reading), reading + std::chrono::seconds(300) + 2 * tick);
+  EXPECT_EQ(from_reading.fix(), reading + std::chrono::seconds(300) + 2 * tick);
+  EXPECT_EQ(tern::WaitLimit(fixed).fix(reading), fixed) << "a deadline ignores the reading";
+
+  const auto now = tern::Clock::now();
+  EXPECT_LE(tern::WaitLimit::idle(std::chrono::nanoseconds(0)).fix(), now);
+  EXPECT_LE(tern::WaitLimit::idle(std::chrono::seconds(-1)).fix(), now);
+  EXPECT_EQ(tern::WaitLimit::idle(std::chrono::nanoseconds::max()).fix(), tern::kNoDeadline);
 }
 
 TEST(Clock, DeadlineAfterSaturatesInsteadOfOverflowing) {

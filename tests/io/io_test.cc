@@ -458,6 +458,30 @@ TEST(Deadline, WritesAndAcceptsSayTheirDeadlinePassed) {
   });
 }
 
+TEST(Deadline, AnIdleTimeoutCountsFromTheWaitAndEndsItTheSameWay) {
+  on_workers(1, [] {
+    SocketPair pair;
+    // Operations that complete at once never need the deadline.
+    ASSERT_TRUE(tern::io::send(pair.fds[0], bytes_of("ping"), 0, tern::WaitLimit::idle(1ms)));
+    std::array<std::byte, 4> buf;
+    tern::Result<std::size_t> n = tern::io::recv(pair.fds[1], buf, 0, tern::WaitLimit::idle(1ms));
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(*n, 4u);
+    // One that waits ends at the timeout, as at a deadline.
+    n = tern::io::recv(pair.fds[1], buf, 0, tern::WaitLimit::idle(20ms));
+    ASSERT_FALSE(n);
+    EXPECT_EQ(n.error(), tern::deadline_exceeded());
+    n = tern::io::read(pair.fds[1], buf, tern::WaitLimit::idle(0ms));
+    ASSERT_FALSE(n);
+    EXPECT_EQ(n.error(), tern::deadline_exceeded());
+    const std::vector<std::byte> chunk(64 * 1024, std::byte{'w'});
+    do {  // fills the socket buffer until a write waits past its timeout
+      n = tern::io::write(pair.fds[0], chunk, tern::WaitLimit::idle(10ms));
+    } while (n);
+    EXPECT_EQ(n.error(), tern::deadline_exceeded());
+  });
+}
+
 TEST(Deadline, ADeadlineThatAlreadyPassedFailsAtOnceTheSameWay) {
   on_workers(1, [] {
     SocketPair pair;

@@ -28,18 +28,24 @@ inline std::chrono::nanoseconds coarse_resolution() noexcept {
   return resolution;
 }
 
+// coarse_deadline_after(timeout) below, from a coarse_now() reading the caller made, for a
+// timeout over zero. Any thread.
+inline Deadline coarse_deadline_after(std::chrono::nanoseconds timeout,
+                                      Deadline coarse_reading) noexcept {
+  const std::chrono::nanoseconds margin = 2 * coarse_resolution();
+  if (timeout >= std::chrono::nanoseconds::max() - margin) return kNoDeadline;  // no overflow
+  const std::chrono::nanoseconds wait = timeout + margin;
+  if (wait >= kNoDeadline - coarse_reading) return kNoDeadline;
+  return coarse_reading + std::chrono::duration_cast<Clock::duration>(wait);
+}
+
 // deadline_after for a long timeout renewed on every operation (a connection's idle timeout),
 // from coarse_now() plus two ticks: later than deadline_after's by at most two ticks, and never
 // sooner unless the coarse clock lagged more than that (a virtual CPU the host stalled for as
 // long). Any thread.
 inline Deadline coarse_deadline_after(std::chrono::nanoseconds timeout) noexcept {
   if (timeout <= timeout.zero()) return deadline_after(timeout);
-  const std::chrono::nanoseconds margin = 2 * coarse_resolution();
-  if (timeout >= std::chrono::nanoseconds::max() - margin) return kNoDeadline;  // no overflow
-  const Deadline now = coarse_now();
-  const std::chrono::nanoseconds wait = timeout + margin;
-  if (wait >= kNoDeadline - now) return kNoDeadline;
-  return now + std::chrono::duration_cast<Clock::duration>(wait);
+  return coarse_deadline_after(timeout, coarse_now());
 }
 
 }  // namespace tern

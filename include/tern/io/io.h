@@ -8,38 +8,41 @@
 
 #include "tern/base/clock.h"
 #include "tern/base/result.h"
+#include "tern/base/wait_limit.h"
 
 // Fiber-blocking system calls on the calling worker's reactor. Each parks only the calling fiber
 // until the operation completes, the deadline passes (tern::deadline_exceeded(): "deadline
-// exceeded", equal to std::errc::timed_out) or the fiber is
-// interrupted (std::errc::operation_canceled; Fiber::interrupt cancels an operation in flight).
-// File descriptors must be non-blocking. No data is lost to a timeout: an operation that
-// completed is reported as completed. Worker fibers of a runtime with reactors only.
+// exceeded", equal to std::errc::timed_out) or the fiber is interrupted
+// (std::errc::operation_canceled; Fiber::interrupt cancels an operation in flight). The
+// operations that move bytes take a WaitLimit: a deadline, or WaitLimit::idle(timeout), an idle
+// timeout whose deadline is computed only if the operation has to wait. File descriptors must be
+// non-blocking. No data is lost to a timeout: an operation that completed is reported as
+// completed. Worker fibers of a runtime with reactors only.
 
 namespace tern::io {
 
 // read(2) into buf; 0 means end of file.
 [[nodiscard]] Result<std::size_t> read(int fd, std::span<std::byte> buf,
-                                       Deadline deadline = kNoDeadline);
+                                       WaitLimit limit = kNoDeadline);
 // write(2) of buf; may write less than all of it.
 [[nodiscard]] Result<std::size_t> write(int fd, std::span<const std::byte> buf,
-                                        Deadline deadline = kNoDeadline);
+                                        WaitLimit limit = kNoDeadline);
 // recv(2) into buf with flags; 0 means the peer shut down its side.
 [[nodiscard]] Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags = 0,
-                                       Deadline deadline = kNoDeadline);
+                                       WaitLimit limit = kNoDeadline);
 // send(2) of buf with flags (MSG_NOSIGNAL is always added); may send less than all of it.
 [[nodiscard]] Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags = 0,
-                                       Deadline deadline = kNoDeadline);
+                                       WaitLimit limit = kNoDeadline);
 // One send(2) of buf that never waits (MSG_DONTWAIT | MSG_NOSIGNAL): what the socket took now,
 // 0 when its buffer is full. A plain system call under either backend, for a caller that has a
 // writer fiber to fall back on; do not mix it with a send of the same socket still in flight.
 [[nodiscard]] Result<std::size_t> try_send(int fd, std::span<const std::byte> buf) noexcept;
 // recvmsg(2) (scatter read, datagrams with their source address).
 [[nodiscard]] Result<std::size_t> recvmsg(int fd, msghdr* message, int flags = 0,
-                                          Deadline deadline = kNoDeadline);
+                                          WaitLimit limit = kNoDeadline);
 // sendmsg(2) (gather write; MSG_NOSIGNAL is always added); may send less than all of it.
 [[nodiscard]] Result<std::size_t> sendmsg(int fd, const msghdr* message, int flags = 0,
-                                          Deadline deadline = kNoDeadline);
+                                          WaitLimit limit = kNoDeadline);
 // accept4(2) of one connection, returned non-blocking and close-on-exec. `peer` may be null.
 [[nodiscard]] Result<int> accept(int fd, sockaddr* peer, socklen_t* peer_length,
                                  Deadline deadline = kNoDeadline);

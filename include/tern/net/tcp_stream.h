@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "tern/base/clock.h"
-#include "tern/base/coarse_clock.h"
 #include "tern/base/result.h"
+#include "tern/base/wait_limit.h"
 #include "tern/io/io.h"
 #include "tern/net/address.h"
 #include "tern/net/socket.h"
@@ -118,17 +118,13 @@ class TcpStream {
   Socket& socket() noexcept { return socket_; }
 
  private:
-  // The deadline of one operation: the caller's, else the stream's timeout from now (renewed by
-  // every operation, so read from the coarse clock).
-  // Inline, with the clock read out of line: without a timeout an operation's call of tern::io
-  // saves no registers around it.
-  Deadline effective(Deadline deadline) const noexcept {
+  // The limit of one operation: the caller's deadline, else the stream's timeout as an idle
+  // timeout, whose deadline (from the coarse clock) is computed only if the operation waits.
+  WaitLimit effective(Deadline deadline) const noexcept {
     if (deadline == kNoDeadline && timeout_.count() > 0) [[unlikely]]
-      return timeout_deadline();
+      return WaitLimit::idle(timeout_);
     return deadline;
   }
-  // The stream's timeout from now.
-  Deadline timeout_deadline() const noexcept;
   Socket socket_;
   std::chrono::nanoseconds timeout_{0};
 };

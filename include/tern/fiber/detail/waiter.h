@@ -5,6 +5,7 @@
 #include "tern/base/clock.h"
 #include "tern/base/intrusive_list.h"
 #include "tern/base/spin_lock.h"
+#include "tern/base/wait_limit.h"
 
 // The waiting machinery under tern's sync primitives. A fiber that must wait puts a Waiter
 // (on its own stack) into the primitive's queue under the primitive's lock, drops the lock
@@ -48,6 +49,9 @@ void wake(Waiter& w) noexcept;
 // interrupted (operation_canceled).
 // Worker fibers only; no lock may be held.
 std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible);
+// wait() until `limit`, which it fixes: an idle timeout's deadline counts from the coarse clock
+// reading the wait makes anyway, and the caller's later waits for the same operation share it.
+std::error_code wait(FiberControl* self, WaitLimit& limit, bool interruptible);
 
 // Leaves an interrupt pending again after wait() returned operation_canceled for it but the
 // caller reports something else (an I/O operation that completed anyway): the fiber's next

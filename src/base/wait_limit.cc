@@ -1,0 +1,13 @@
+#include "tern/base/wait_limit.h"
+
+#include "tern/base/coarse_clock.h"
+
+namespace tern {
+
+Deadline WaitLimit::idle_deadline() const noexcept { return coarse_deadline_after(idle_); }
+
+Deadline WaitLimit::idle_deadline(Deadline coarse_reading) const noexcept {
+  return coarse_deadline_after(idle_, coarse_reading);
+}
+
+}  // namespace tern
