@@ -32,7 +32,6 @@ ServerCall::ServerCall(ServerConnection& connection, const Server& server, Start
   context_.deadline_ = start.deadline;
   context_.one_way_ = start.one_way;
   context_.call_id_ = start.call_id;
-  context_.peer_ = &connection.peer();
   context_.peer_identity_ = connection.peer_identity();
   context_.connection_closed_ = connection.closed_flag();
   context_.connection_ = &connection;

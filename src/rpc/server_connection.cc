@@ -61,8 +61,7 @@ ServerConnection::ServerConnection(const Server& server, Server::State& state, T
       stream_(stream),
       writer_(stream),
       input_(stream, state.limits, state.options.frame_read_timeout) {
-  tern::Result<net::Address> peer = stream.peer_address();
-  peer_ = peer ? peer->to_string() : std::string("unknown peer");
+  if (tern::Result<net::Address> peer = stream.peer_address()) peer_address_ = *peer;
   if (tls::TlsStream* tls = stream.tls()) peer_identity_ = tls->peer_identity();
   input_.set_retained_size(state.options.retained_buffer_size);
   writer_.set_retained_size(state.options.retained_buffer_size);
@@ -159,7 +158,7 @@ bool ServerConnection::wait_for_room() {
     // Nothing changed for a while: look whether the peer is still there (a reply to a reset
     // peer fails the writer, but calls that do not finish would otherwise run on).
     if (peer_reset(stream_.fd())) {
-      TERN_LOG_DEBUG("rpc: {} reset the connection while {} of its calls ran", peer_, live_calls_);
+      TERN_LOG_DEBUG("rpc: {} reset the connection while {} of its calls ran", peer(), live_calls_);
       return false;
     }
   }
@@ -190,18 +189,18 @@ void ServerConnection::read_ended(std::error_code error) {
     TERN_PEER_LOG_WARN(
         "rpc: closing the connection from {}: a frame did not arrive within {} ms ({} bytes of "
         "it came); the client sends too slowly",
-        peer_, input_.frame_timeout().count(), partial);
+        peer(), input_.frame_timeout().count(), partial);
   } else if (error == std::errc::connection_reset && partial > 0) {
     state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
     TERN_PEER_LOG_WARN("rpc: {} reset the connection in the middle of a frame ({} bytes of it)",
-                       peer_, partial);
+                       peer(), partial);
   } else if (error == FrameReadErrc::closed_mid_frame) {
     state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
     TERN_PEER_LOG_WARN("rpc: {} closed the connection in the middle of a frame ({} bytes of it)",
-                       peer_, partial);
+                       peer(), partial);
   } else if (error != FrameReadErrc::closed && !reading_stopped_ &&
              error != std::errc::operation_canceled && error != std::errc::connection_reset) {
-    TERN_LOG_DEBUG("rpc: connection from {} failed: {}", peer_, error.message());
+    TERN_LOG_DEBUG("rpc: connection from {} failed: {}", peer(), error.message());
   }
 }
 
@@ -318,7 +317,7 @@ bool ServerConnection::start_writer() noexcept {
   if (!writer) {
     // Its frames are dropped: end the connection as after a failed write.
     TERN_PEER_LOG_WARN("rpc: closing the connection from {}: cannot start its writer fiber: {}",
-                       peer_, writer.error().message());
+                       peer(), writer.error().message());
     stop_reading();
     return false;
   }
@@ -340,7 +339,7 @@ Status ServerConnection::push(std::string_view service, std::string_view method,
                               const google::protobuf::MessageLite& message) {
   if (closed_ || writer_.failed()) {
     return Status(StatusCode::unavailable,
-                  fmt::format("cannot push to {}: the connection is closed", peer_));
+                  fmt::format("cannot push to {}: the connection is closed", peer()));
   }
   wire::Metadata metadata;
   metadata.set_service(service.data(), service.size());
@@ -528,7 +527,7 @@ void ServerConnection::spawn_call(const ServerCall::Start& start, std::span<cons
   if (!call_fiber) {
     state_.in_flight.fetch_sub(1, std::memory_order_relaxed);
     state_.rejected_calls.fetch_add(1, std::memory_order_relaxed);
-    TERN_PEER_LOG_WARN("rpc: cannot start a fiber for call {} from {}: {}", start.call_id, peer_,
+    TERN_PEER_LOG_WARN("rpc: cannot start a fiber for call {} from {}: {}", start.call_id, peer(),
                        call_fiber.error().message());
     if (stream) {
       stream->send_status(
@@ -597,7 +596,7 @@ void ServerConnection::check_pending() {
   TERN_PEER_LOG_WARN(
       "rpc: closing the connection from {}: {} bytes of frames unsent (limit {}); "
       "the client does not read them",
-      peer_, writer_.pending(), state_.options.max_pending_reply_bytes);
+      peer(), writer_.pending(), state_.options.max_pending_reply_bytes);
   abort_connection();
 }
 
@@ -609,9 +608,9 @@ void ServerConnection::writer_failed(std::error_code error) {
     TERN_PEER_LOG_WARN(
         "rpc: closing the connection from {}: no byte could be written for {} ms ({} bytes "
         "unsent); the client does not read",
-        peer_, state_.options.write_timeout.count(), writer_.unsent_at_failure());
+        peer(), state_.options.write_timeout.count(), writer_.unsent_at_failure());
   } else if (error != std::errc::connection_reset && error != std::errc::broken_pipe) {
-    TERN_LOG_DEBUG("rpc: writing to {} failed: {}", peer_, error.message());
+    TERN_LOG_DEBUG("rpc: writing to {} failed: {}", peer(), error.message());
   }
   abort_connection();
 }
@@ -638,7 +637,7 @@ void ServerConnection::reply_status(std::uint64_t call_id, const Status& status)
 
 void ServerConnection::protocol_error(std::error_code error, const std::string& detail) {
   state_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
-  TERN_PEER_LOG_WARN("rpc: closing the connection from {}: {} ({})", peer_, error.message(),
+  TERN_PEER_LOG_WARN("rpc: closing the connection from {}: {} ({})", peer(), error.message(),
                      detail);
   wire::Metadata goaway;
   goaway.set_status(static_cast<std::uint32_t>(StatusCode::internal));
@@ -667,6 +666,11 @@ void ServerConnection::goaway() {
 void ServerConnection::close_when_idle() {
   // The connection ends once the replies are out (serve() flushes the writer before it returns).
   if (live_calls_ == 0) stop_reading();
+}
+
+void ServerConnection::format_peer() const noexcept {
+  peer_ =
+      peer_address_.family() == AF_UNSPEC ? std::string("unknown peer") : peer_address_.to_string();
 }
 
 void ServerConnection::stop_reading() noexcept {

@@ -20,6 +20,7 @@
 #include "tern/fiber/event.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/wait_group.h"
+#include "tern/net/address.h"
 #include "transport.h"
 
 namespace tern::rpc::detail {
@@ -55,7 +56,12 @@ class ServerConnection final : public StreamPort, WriterStarter {
   // WriterStarter.
   bool start_writer() noexcept override;
 
-  const std::string& peer() const noexcept { return peer_; }
+  // The client's address as text ("127.0.0.1:51234"), formatted on first use (most connections
+  // never log one). Fibers of the connection's worker.
+  const std::string& peer() const noexcept {
+    if (peer_.empty()) format_peer();
+    return peer_;
+  }
   // The client's certificate on a TLS connection, else nullptr.
   const tls::PeerIdentity* peer_identity() const noexcept {
     return peer_identity_ ? &*peer_identity_ : nullptr;
@@ -115,6 +121,8 @@ class ServerConnection final : public StreamPort, WriterStarter {
   void close_when_idle();
   // Ends the reading loop (now if it waits for bytes, else at its next wait).
   void stop_reading() noexcept;
+  // Fills peer_ from peer_address_.
+  void format_peer() const noexcept;
 
   // What every call reads or writes comes first and together (the references, the counters
   // and flags, the call list, then the writer's and reader's hot fields and the metadata the
@@ -143,9 +151,10 @@ class ServerConnection final : public StreamPort, WriterStarter {
   FrameReader input_;
   wire::Metadata metadata_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> streams_;  // open streams by id
-  Event room_;               // set when calls end or bytes are written, while waited on
-  WaitGroup writer_fibers_;  // the writer's fiber while it runs (and one ending)
-  std::string peer_;
+  Event room_;                 // set when calls end or bytes are written, while waited on
+  WaitGroup writer_fibers_;    // the writer's fiber while it runs (and one ending)
+  net::Address peer_address_;  // AF_UNSPEC when the socket could not tell
+  mutable std::string peer_;   // peer_address_ as text, once asked for
   std::optional<tls::PeerIdentity> peer_identity_;
   tern::detail::FiberControl* reading_fiber_ = nullptr;  // the fiber in read_loop(), if any
 };

@@ -12,6 +12,11 @@ std::optional<std::string_view> ServerContext::metadata(std::string_view key) co
   return detail::find_entry(metadata_, key);
 }
 
+const std::string& ServerContext::peer() const noexcept {
+  static const std::string no_connection;
+  return connection_ != nullptr ? connection_->peer() : no_connection;
+}
+
 void ServerContext::cancel() noexcept {
   cancelled_ = true;
   // ClientContext::cancel only marks and wakes its call, which leaves the list when it returns.

@@ -42,7 +42,7 @@ class ServerContext {
   // The call's correlation id on its connection.
   std::uint64_t call_id() const noexcept { return call_id_; }
   // The client's address ("127.0.0.1:51234").
-  const std::string& peer() const noexcept { return *peer_; }
+  const std::string& peer() const noexcept;
   // On a TLS connection, who the client proved to be: its certificate's subject and subject
   // alternative names and whether they verified (a struct of tern/tls/tls_stream.h); nullptr on
   // a plaintext connection.
@@ -82,7 +82,6 @@ class ServerContext {
   const bool* connection_closed_ = nullptr;
   detail::ServerConnection* connection_ = nullptr;
   std::uint64_t call_id_ = 0;
-  const std::string* peer_ = nullptr;
   const tls::PeerIdentity* peer_identity_ = nullptr;
   MetadataEntries metadata_;
   MetadataEntries reply_metadata_;
