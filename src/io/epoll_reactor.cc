@@ -101,7 +101,8 @@ class EpollReactor final : public Reactor {
     if (flags == 0 && known != nullptr && known->stream_socket && known->drained &&
         !known->readable && !known->irregular) {
       const bool on_stack = !tern::detail::parks_off_stack();
-      if (Result<void> ready = wait_ready(fd, false, limit, on_stack ? &pending : nullptr); !ready)
+      if (Result<void> ready = wait_registered(*known, false, limit, on_stack ? &pending : nullptr);
+          !ready)
         return fail(ready.error());
     }
     Result<std::size_t> n =
@@ -165,7 +166,12 @@ class EpollReactor final : public Reactor {
       if (Result<void> registered = register_fd(fd); !registered) return registered;
       known = states_[fd].get();
     }
-    FdState& state = *known;
+    return wait_registered(*known, writable, limit, pending);
+  }
+
+  // wait_ready for a registered fd whose state the caller has looked up.
+  Result<void> wait_registered(FdState& state, bool writable, WaitLimit& limit,
+                               PendingRecv* pending) {
     bool& ready = writable ? state.writable : state.readable;
     if (ready) {  // an edge arrived since the last wait: try the call again first
       ready = false;
@@ -319,7 +325,8 @@ class EpollReactor final : public Reactor {
 
   // The state of fd if it is registered with this reactor, else nullptr.
   FdState* registered_state(int fd) noexcept {
-    if (fd < 0 || static_cast<std::size_t>(fd) >= states_.size() || !states_[fd]) return nullptr;
+    // A negative fd, cast, is past the end too.
+    if (static_cast<std::size_t>(fd) >= states_.size() || !states_[fd]) return nullptr;
     return states_[fd]->registered ? states_[fd].get() : nullptr;
   }
 
@@ -385,12 +392,12 @@ class EpollReactor final : public Reactor {
   }
 
   // wake_waiters for the readers of fd: the first claimed one that parked in recv gets its
-  // bytes (or the error) from a receive made here; the others try their own calls.
+  // bytes (or the error) from a receive made here; the others try their own calls. The first is
+  // woken straight from the queue (mostly the only one: a connection's reader).
   static bool wake_readers(int fd, WaitList& queue) {
     if (queue.empty()) return false;
-    WaitList claimed;
-    tern::detail::claim_all(queue, claimed);
-    if (Waiter* first = claimed.front(); first != nullptr && first->slot != nullptr) {
+    Waiter* first = tern::detail::claim_first(queue);
+    if (first != nullptr && first->slot != nullptr) {
       PendingRecv& pending = *static_cast<PendingRecv*>(first->slot);
       ssize_t n;
       do {
@@ -405,7 +412,8 @@ class EpollReactor final : public Reactor {
         pending.error = errno;
       }  // nothing there after all (a stale edge): the reader tries once more itself
     }
-    tern::detail::wake_all(claimed);
+    if (first != nullptr) tern::detail::wake(*first);
+    if (!queue.empty()) wake_waiters(queue);
     return true;
   }
 
