@@ -6,8 +6,4 @@ namespace tern {
 
 Deadline WaitLimit::idle_deadline() const noexcept { return coarse_deadline_after(idle_); }
 
-Deadline WaitLimit::idle_deadline(Deadline coarse_reading) const noexcept {
-  return coarse_deadline_after(idle_, coarse_reading);
-}
-
 }  // namespace tern

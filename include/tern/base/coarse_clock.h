@@ -2,7 +2,9 @@
 
 #include <time.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 
 #include "tern/base/clock.h"
 
@@ -18,14 +20,21 @@ inline Deadline coarse_now() noexcept {
       std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec)));
 }
 
+namespace detail {
+// The coarse clock's step as the kernel gives it (clock_getres; 10 ms if it refuses), in ns,
+// stored in `cache` for coarse_resolution(). Any thread.
+std::int64_t read_coarse_resolution(std::atomic<std::int64_t>& cache) noexcept;
+}  // namespace detail
+
 // The coarse clock's step: one kernel tick (1 to 4 ms). Any thread.
 inline std::chrono::nanoseconds coarse_resolution() noexcept {
-  static const std::chrono::nanoseconds resolution = [] {
-    timespec tick = {};
-    if (::clock_getres(CLOCK_MONOTONIC_COARSE, &tick) != 0) tick = {0, 10'000'000};
-    return std::chrono::seconds(tick.tv_sec) + std::chrono::nanoseconds(tick.tv_nsec);
-  }();
-  return resolution;
+  // Asked of the kernel once (threads racing on the first call store the same value), then a
+  // plain load: no guard variable, and no call on the way.
+  static constinit std::atomic<std::int64_t> cache{0};
+  std::int64_t ns = cache.load(std::memory_order_relaxed);
+  if (ns == 0) [[unlikely]]
+    ns = detail::read_coarse_resolution(cache);
+  return std::chrono::nanoseconds(ns);
 }
 
 // coarse_deadline_after(timeout) below, from a coarse_now() reading the caller made, for a

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "tern/base/clock.h"
+#include "tern/base/coarse_clock.h"
 
 namespace tern {
 
@@ -38,7 +39,7 @@ class WaitLimit {
   // counts from that reading.
   Deadline fix(Deadline coarse_reading) noexcept {
     if (idle_.count() > 0) {
-      deadline_ = idle_deadline(coarse_reading);
+      deadline_ = coarse_deadline_after(idle_, coarse_reading);
       idle_ = {};
     }
     return deadline_;
@@ -50,8 +51,6 @@ class WaitLimit {
  private:
   // coarse_deadline_after(idle_), out of line: fix() stays a test and a branch inline.
   Deadline idle_deadline() const noexcept;
-  // The same from a coarse clock reading.
-  Deadline idle_deadline(Deadline coarse_reading) const noexcept;
 
   Deadline deadline_;
   std::chrono::nanoseconds idle_{0};
