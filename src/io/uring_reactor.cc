@@ -337,12 +337,13 @@ class UringReactor final : public Reactor {
   }
 
   // Runs one operation; on EAGAIN (a non-blocking fd the kernel did not poll for us) waits for
-  // readiness and submits it again. The first wait fixes `limit` for the later ones.
+  // readiness and submits it again. The first wait fixes `limit` for the later ones. Only for a
+  // fiber that parks on its own stack (its callers asked parks_off_stack() already).
   template <typename Prep>
   Result<std::size_t> bytes(int fd, bool writable, WaitLimit& limit, Prep prep,
                             unsigned* cqe_flags = nullptr) {
     for (;;) {
-      Result<int> done = run(limit, prep, cqe_flags);
+      Result<int> done = run(limit, prep, cqe_flags, /*off_stack=*/false);
       if (done) return static_cast<std::size_t>(*done);
       if (done.error() != std::errc::resource_unavailable_try_again) return fail(done.error());
       if (Result<void> ready = wait_ready(fd, writable, limit.fix()); !ready)
@@ -352,10 +353,12 @@ class UringReactor final : public Reactor {
 
   // Submits the operation prep() describes and parks until its completion or `limit` (which
   // the wait fixes). On a deadline or an interrupt it cancels the operation and still waits for
-  // its completion, since the kernel may be using the caller's buffers until then.
+  // its completion, since the kernel may be using the caller's buffers until then. `off_stack`:
+  // whether the fiber parks off its stack (the operation then lives on the heap).
   template <typename Prep>
-  Result<int> run(WaitLimit& limit, Prep prep, unsigned* cqe_flags = nullptr) {
-    const tern::detail::ParkedNode<UringOp> node(tern::detail::parks_off_stack());
+  Result<int> run(WaitLimit& limit, Prep prep, unsigned* cqe_flags = nullptr,
+                  bool off_stack = tern::detail::parks_off_stack()) {
+    const tern::detail::ParkedNode<UringOp> node(off_stack);
     UringOp& op = *node;
     op.waiter.fiber = tern::detail::current_fiber("tern::io");
     io_uring_sqe* sqe = next_sqe();
@@ -374,7 +377,9 @@ class UringReactor final : public Reactor {
       return fail(woken ? woken : std::make_error_code(std::errc::operation_canceled));
     // An interrupt ended the wait but the operation finished first: report what it did, and
     // keep the interrupt for the fiber's next wait instead of losing it.
-    if (woken == std::errc::operation_canceled) tern::detail::keep_interrupt(op.waiter.fiber);
+    // (A wake leaves `woken` empty: no comparison through the error category then.)
+    if (woken && woken == std::errc::operation_canceled)
+      tern::detail::keep_interrupt(op.waiter.fiber);
     if (cqe_flags != nullptr) *cqe_flags = op.flags;
     if (op.result >= 0) return op.result;
     return fail(errno_code(-op.result));
