@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cerrno>
 
+#include "tern/fiber/sanitizer.h"
+
 namespace tern::detail {
 
 namespace {
@@ -74,7 +76,13 @@ Result<void> map_stacks(std::size_t size, std::size_t count, std::vector<Stack>&
 }
 
 void unmap_stack(const Stack& stack) noexcept {
-  if (stack.mapping != nullptr) ::munmap(stack.mapping, stack.mapping_size);
+  if (stack.mapping == nullptr) return;
+#if TERN_ASAN
+  // AddressSanitizer keeps a region's poison (a parked fiber's frames, a shared stack's unused
+  // part) after munmap: a later mapping at the same address would start poisoned.
+  ASAN_UNPOISON_MEMORY_REGION(stack.mapping, stack.mapping_size);
+#endif
+  ::munmap(stack.mapping, stack.mapping_size);
 }
 
 StackPool::~StackPool() {
