@@ -94,6 +94,18 @@ Result<std::size_t> TcpStream::writev(std::span<const iovec> iov, Deadline deadl
 }
 
 Result<void> TcpStream::writev_all(std::span<iovec> iov, Deadline deadline) {
+  if (iov.size() == 1) {  // one piece (a frame16 reply): plain sends, no walk over the pieces
+    iovec& piece = iov.front();
+    while (piece.iov_len > 0) {
+      Result<std::size_t> n =
+          io::send(socket_.fd(), {static_cast<const std::byte*>(piece.iov_base), piece.iov_len}, 0,
+                   effective(deadline));
+      if (!n) return fail(n.error());
+      piece.iov_base = static_cast<char*>(piece.iov_base) + *n;
+      piece.iov_len -= *n;
+    }
+    return {};
+  }
   while (!iov.empty()) {
     if (iov.front().iov_len == 0) {
       iov = iov.subspan(1);
