@@ -4,6 +4,35 @@
 
 namespace tern::rpc::detail {
 
+namespace {
+
+// The worker's spare send buffer. A writer that runs on demand and sent everything from the
+// calling fiber gives its buffer up, and the next one to append takes the spare: with thousands
+// of connections, replies are written through a buffer still in cache instead of each
+// connection's own, long gone cold (and an idle connection holds no send buffer).
+thread_local net::Buffer spare_buffer;
+thread_local bool spare_full = false;
+
+}  // namespace
+
+void FrameWriter::take_spare() noexcept {
+  lent_ = false;
+  if (spare_full) {
+    pending_ = std::move(spare_buffer);
+    spare_full = false;
+  }
+}
+
+void FrameWriter::give_up_buffer() noexcept {
+  if (spare_full) {
+    pending_ = net::Buffer();
+  } else {
+    spare_buffer = std::move(pending_);
+    spare_full = true;
+  }
+  lent_ = true;
+}
+
 void FrameWriter::flush(bool alone) noexcept {
   if (!idle_) return;  // the writer is running and takes everything appended before it waits
   if (alone && !stopping_ && !pending_.empty()) {
@@ -11,7 +40,11 @@ void FrameWriter::flush(bool alone) noexcept {
     tern::Result<std::size_t> sent = stream_.try_send(pending_.readable());
     if (sent) pending_.consume(*sent);
     if (drained()) {
-      if (retained_size_ != 0 && size > retained_size_) pending_ = net::Buffer();
+      if (retained_size_ != 0 && size > retained_size_) {
+        pending_ = net::Buffer();
+      } else if (starter_ != nullptr) {
+        give_up_buffer();
+      }
       return;
     }
   }

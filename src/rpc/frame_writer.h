@@ -37,7 +37,10 @@ class alignas(64) FrameWriter {
   }
 
   // Where to append frames; call wake() afterwards.
-  net::Buffer& buffer() noexcept { return pending_; }
+  net::Buffer& buffer() noexcept {
+    if (lent_) take_spare();
+    return pending_;
+  }
   void wake() noexcept {
     if (idle_) resume();
   }
@@ -71,6 +74,10 @@ class alignas(64) FrameWriter {
   std::size_t unsent_at_failure() const noexcept { return unsent_at_failure_; }
 
  private:
+  // Takes the worker's spare send buffer, if there is one, after giving ours up.
+  void take_spare() noexcept;
+  // Gives pending_ (empty) up after a send: to the worker's spare if that has none, else freed.
+  void give_up_buffer() noexcept;
   // Sets the idle writer to work: wakes its fiber or, on demand, starts one.
   void resume() noexcept;
   // Writes all of bytes, failing when write_timeout_ passes with no byte sent.
@@ -87,6 +94,7 @@ class alignas(64) FrameWriter {
   bool idle_ = false;
   bool stopping_ = false;
   bool failed_ = false;
+  bool lent_ = false;  // pending_ was given up: the next append takes the worker's spare
   std::size_t in_write_ = 0;
   net::Buffer writing_;
   Event wakeup_;
