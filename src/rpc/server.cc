@@ -116,6 +116,14 @@ void stop_listening(Server::State& state) {
 
 tern::Result<net::Address> Server::start(const net::Address& address) {
   TERN_ASSERT(!running_, "rpc::Server::start called twice");
+  if (options_.tcp.stack_mode == StackMode::shared) {
+    // A connection's state lives on its fiber's stack and its call and writer fibers use it
+    // while that fiber is parked, when a shared stack's bytes are elsewhere.
+    return fail(with_explanation(
+        std::make_error_code(std::errc::invalid_argument),
+        "rpc::Server: ServerOptions::tcp.stack_mode must be StackMode::own (a connection's state "
+        "is used by its call fibers while its own fiber is parked)"));
+  }
   state_->workers.clear();
   for (std::size_t i = 0; i < this_worker::count(); ++i) {
     state_->workers.push_back(std::make_unique<State::WorkerConnections>());

@@ -261,6 +261,22 @@ TEST(Rpc, ACallWhoseFiberCannotStartGetsResourceExhaustedAndTheConnectionStays) 
   });
 }
 
+TEST(Rpc, SharedStacksAreRefusedAtStart) {
+  tern::Runtime runtime({.workers = 1});
+  runtime.run([] {
+    TestService service;
+    tern::rpc::ServerOptions options;
+    options.tcp.stack_mode = tern::StackMode::shared;
+    Server server(options);
+    ASSERT_TRUE(server.add_service(service));
+    tern::Result<tern::net::Address> started = server.start(Address::loopback(0));
+    ASSERT_FALSE(started);
+    EXPECT_EQ(started.error(), std::errc::invalid_argument);
+    EXPECT_NE(started.error().message().find("StackMode::own"), std::string::npos)
+        << started.error().message();
+  });
+}
+
 TEST(Rpc, InterceptorChecksABearerToken) {
   tern::Runtime runtime({.workers = 1});
   runtime.run([] {

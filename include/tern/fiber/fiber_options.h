@@ -8,7 +8,7 @@ namespace tern {
 // The default usable stack size of a fiber (lazily committed; a sleeping fiber uses ~4 KiB).
 inline constexpr std::size_t kDefaultStackSize = 64 * 1024;
 
-// Where a fiber's stack lives (docs/fibers.md, "Shared stacks").
+// Where a fiber's stack lives (docs/guide.md, "Shared stacks").
 enum class StackMode : unsigned char {
   own,     // a stack of its own (stack_size bytes, lazily committed); the default
   shared,  // the worker's shared stack; the used part is copied to the heap while it is parked
@@ -23,7 +23,8 @@ struct FiberOptions {
   std::size_t stack_size = kDefaultStackSize;  // usable bytes, rounded up to whole pages
   // StackMode::shared trades a copy of the used stack per park and resume for memory: for
   // fibers that sleep most of the time. They must not hand out pointers into their own stack
-  // that others use while they are parked (docs/fibers.md). stack_size is then ignored.
+  // that others use while they are parked (docs/guide.md, "Shared stacks"). stack_size is then
+  // ignored.
   StackMode stack_mode = StackMode::own;
 };
 

@@ -56,7 +56,7 @@ struct ServerOptions {
   std::string name = "connection";
   // Where each connection's fiber keeps its stack. StackMode::shared suits many mostly idle
   // connections: a parked connection keeps only the part of the stack it used (copied to the
-  // heap) instead of a stack of its own; the handler must follow the rules of docs/fibers.md
+  // heap) instead of a stack of its own; the handler must follow the rules of docs/guide.md
   // ("Shared stacks").
   StackMode stack_mode = StackMode::own;
   ListenOptions listen{};

@@ -56,6 +56,7 @@ struct ServerOptions {
   // Accept mode, connection limit, idle timeout and keepalive of the TCP server underneath. A
   // client that vanishes without closing (a dead host, a cut link) is found by keepalive probes
   // after 60 s of silence and 3 unanswered probes 10 s apart; its calls and streams then end.
+  // stack_mode must stay StackMode::own (start() refuses shared stacks).
   net::ServerOptions tcp{.keepalive = {.idle = std::chrono::seconds{60}}};
   // Calls running at once across the server; more get resource_exhausted (0: no limit).
   std::size_t max_concurrent_calls = 100'000;
