@@ -71,6 +71,32 @@ std::string round_trip(TlsStream& stream, const std::string& text) {
   return back;
 }
 
+// Writes `total` patterned bytes (seeded by `seed`) through write(piece), the i-th piece
+// piece_size(i) bytes long (at most the scratch's size), hashing them into `hash`.
+template <typename PieceSize, typename Write>
+void send_patterned(std::size_t total, std::uint64_t seed, Fnv64& hash,
+                    std::span<std::byte> scratch, PieceSize piece_size, Write write) {
+  for (std::size_t sent = 0, i = 0; sent < total; ++i) {
+    std::span<std::byte> piece = scratch.first(std::min(piece_size(i), total - sent));
+    tern_test::fill_pattern(piece, seed);
+    hash.update(piece);
+    tern::Result<void> wrote = write(piece);
+    ASSERT_TRUE(wrote) << wrote.error().message();
+    sent += piece.size();
+  }
+}
+
+// Reads through read(buffer) until `hash` has taken in `total` bytes.
+template <typename Read>
+void receive_hashed(std::size_t total, Fnv64& hash, std::span<std::byte> buffer, Read read) {
+  while (hash.size() < total) {
+    tern::Result<std::size_t> n = read(buffer);
+    ASSERT_TRUE(n) << n.error().message();
+    ASSERT_GT(*n, 0u);
+    hash.update(buffer.first(*n));
+  }
+}
+
 std::uint64_t counter(std::string_view name) {
   for (const tern::prof::Sample& sample : tern::prof::snapshot())
     if (sample.name == name) return sample.value;
@@ -147,30 +173,22 @@ TEST_P(TlsStreamTest, MovesMegabytesBothWaysAtOnce) {
     Fnv64 sent_hash, received_hash;
     tern::Fiber writer = tern::spawn([&] {
       std::vector<std::byte> chunk(100'003);
-      std::uint64_t state = 42;
-      for (std::size_t sent = 0; sent < kTotal;) {
-        std::span<std::byte> piece = std::span(chunk).first(std::min(chunk.size(), kTotal - sent));
-        tern_test::fill_pattern(piece, state);
-        sent_hash.update(piece);
-        // Alternate the gather and the plain writes: both keep the byte order.
-        const std::size_t half = piece.size() / 2;
-        iovec iov[2] = {{piece.data(), half}, {piece.data() + half, piece.size() - half}};
-        tern::Result<void> wrote = (sent / chunk.size()) % 2 == 0
-                                       ? client->writev_all(iov, patience())
-                                       : client->write_all(piece, patience());
-        ASSERT_TRUE(wrote) << wrote.error().message();
-        sent += piece.size();
-      }
+      send_patterned(
+          kTotal, 42, sent_hash, chunk, [&](std::size_t) { return chunk.size(); },
+          [&, i = std::size_t{0}](std::span<std::byte> piece) mutable {
+            // Alternate the gather and the plain writes: both keep the byte order.
+            const std::size_t half = piece.size() / 2;
+            iovec iov[2] = {{piece.data(), half}, {piece.data() + half, piece.size() - half}};
+            return i++ % 2 == 0 ? client->writev_all(iov, patience())
+                                : client->write_all(piece, patience());
+          });
     });
     std::vector<std::byte> buffer(65536);
-    while (received_hash.size() < kTotal) {
-      const std::size_t third = buffer.size() / 3;
-      iovec iov[2] = {{buffer.data(), third}, {buffer.data() + third, buffer.size() - third}};
-      tern::Result<std::size_t> n = client->readv(iov, patience());
-      ASSERT_TRUE(n) << n.error().message();
-      ASSERT_GT(*n, 0u);
-      received_hash.update(std::span(buffer).first(*n));
-    }
+    receive_hashed(kTotal, received_hash, buffer, [&](std::span<std::byte> into) {
+      const std::size_t third = into.size() / 3;
+      iovec iov[2] = {{into.data(), third}, {into.data() + third, into.size() - third}};
+      return client->readv(iov, patience());
+    });
     writer.join();
     EXPECT_EQ(received_hash.value(), sent_hash.value());
   });
@@ -187,26 +205,15 @@ TEST_P(TlsStreamTest, OneRecordWritesKeepTheirOrderWhenTheSocketFills) {
     constexpr std::array<std::size_t, 4> kSizes = {16384, 1, 5000, 16383};
     Fnv64 sent_hash, received_hash;
     tern::Fiber writer = tern::spawn([&] {
-      std::vector<std::byte> piece(16384);
-      std::uint64_t state = 11;
-      for (std::size_t sent = 0, i = 0; sent < kTotal; ++i) {
-        std::span<std::byte> part =
-            std::span(piece).first(std::min(kSizes[i % kSizes.size()], kTotal - sent));
-        tern_test::fill_pattern(part, state);
-        sent_hash.update(part);
-        tern::Result<void> wrote = client->write_all(part, patience());
-        ASSERT_TRUE(wrote) << wrote.error().message();
-        sent += part.size();
-      }
+      std::vector<std::byte> scratch(16384);
+      send_patterned(
+          kTotal, 11, sent_hash, scratch, [&](std::size_t i) { return kSizes[i % kSizes.size()]; },
+          [&](std::span<std::byte> piece) { return client->write_all(piece, patience()); });
     });
     // Small reads, so the echo lags and the sockets fill up.
     std::vector<std::byte> buffer(3000);
-    while (received_hash.size() < kTotal) {
-      tern::Result<std::size_t> n = client->read(buffer, patience());
-      ASSERT_TRUE(n) << n.error().message();
-      ASSERT_GT(*n, 0u);
-      received_hash.update(std::span(buffer).first(*n));
-    }
+    receive_hashed(kTotal, received_hash, buffer,
+                   [&](std::span<std::byte> into) { return client->read(into, patience()); });
     writer.join();
     EXPECT_EQ(received_hash.value(), sent_hash.value());
     EXPECT_EQ(client->unsent(), 0u);
