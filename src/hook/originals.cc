@@ -4,11 +4,14 @@
 // it, so ASan and TSan still see every call; otherwise the next definition, libc's.
 //
 // The same originals go into tern's own table (tern/base/detail/sys_calls.h) before any other
-// static constructor runs, so that tern's reactors and sockets call them directly and never
-// enter a replacement.
+// static constructor runs, in place of its entries that name a replacement, so that tern's
+// reactors and sockets never enter one.
 #include "originals.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -54,10 +57,13 @@ std::atomic<std::uint64_t> counted{0};
 // Points tern's own table at the originals. Priority 101, the first one a program may use, so
 // that it runs before the static constructors of tern and of the program (which may already
 // do I/O through tern); the table holds the replacements until then, which work as libc does.
+// Only the entries that name a replacement move: the reads and writes a build without a
+// sanitizer makes as plain system calls never enter one and stay as they are.
 [[gnu::constructor(101)]] void route_tern_past_the_hooks() noexcept {
   const Originals& found = originals();
   tern::detail::SysCalls& sys = tern::detail::sys;
-#define TERN_HOOK_ROUTE(name) sys.name = found.name;
+#define TERN_HOOK_ROUTE(name) \
+  if (sys.name == &::name) sys.name = found.name;
   TERN_HOOK_EACH(TERN_HOOK_ROUTE)
 #undef TERN_HOOK_ROUTE
 }

@@ -4,10 +4,10 @@
 // name. In a program without tern::hook it holds libc's functions, but for read, write, readv,
 // writev, recv, recvfrom, recvmsg, send, sendto and sendmsg: those are plain system calls that
 // skip the cancellation-point bookkeeping of libc's wrappers (unless the build has a sanitizer,
-// whose interceptors must see them). tern::hook, when linked, points it at the same originals
-// its replacements fall back to (libc's, or a sanitizer's interceptors of them, so ASan and TSan
-// still see tern's calls) before any static constructor of tern runs, so tern's reactors,
-// sockets, log and runtime never take the hook's detour.
+// whose interceptors must see them). tern::hook, when linked, points its other entries at the
+// same originals its replacements fall back to (libc's, or a sanitizer's interceptors of them, so
+// ASan and TSan still see tern's calls) before any static constructor of tern runs, so tern's
+// reactors, sockets, log and runtime never take the hook's detour.
 //
 // Why a table of pointers: a call by name from tern would bind to the hook's definition the
 // moment the program links tern::hook (the executable defines the name). A call through the
