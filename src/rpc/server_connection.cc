@@ -78,11 +78,12 @@ void ServerConnection::serve() {
 
   // This fiber reads the connection itself, and a reply's fiber sends the reply when it can:
   // most connections need no other fiber than this one.
-  reading_fiber_ = tern::detail::current_fiber("rpc::Server");
+  tern::detail::FiberControl* const self = tern::detail::current_fiber("rpc::Server");
+  reading_fiber_ = self;
   read_loop();
   reading_fiber_ = nullptr;
   // A stop_reading() that came while the loop was not waiting leaves its interrupt pending.
-  tern::detail::drop_interrupt(tern::detail::current_fiber("rpc::Server"));
+  tern::detail::drop_interrupt(self);
   // The calls the loop started last run before the connection closes, as they did when the
   // loop had a fiber of its own: one that answers at once (say, just before a protocol error
   // that its goaway counts it in) still gets its reply out.
