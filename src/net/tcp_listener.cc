@@ -68,13 +68,14 @@ Result<TcpListener> TcpListener::bind(const Address& address, const ListenOption
 Result<TcpStream> TcpListener::accept(Deadline deadline) { return accept(nullptr, deadline); }
 
 Result<TcpStream> TcpListener::accept(Address* peer, Deadline deadline) {
-  Address scratch;
-  Address& into = peer != nullptr ? *peer : scratch;
   for (;;) {
+    // Without `peer`, no address is asked for (io_uring's multishot accept would ask each
+    // connection for it with a getpeername).
     socklen_t length = Address::capacity();
-    Result<int> fd = io::accept(socket_.fd(), into.data(), &length, deadline);
+    Result<int> fd = io::accept(socket_.fd(), peer != nullptr ? peer->data() : nullptr,
+                                peer != nullptr ? &length : nullptr, deadline);
     if (fd) {
-      into.set_length(length);
+      if (peer != nullptr) peer->set_length(length);
       // The spare is lost when the descriptor freed for it went elsewhere (another thread, or a
       // limit lowered below it); descriptors are available again, so take one back.
       if (!reserve_.is_open()) reserve_ = open_reserve();
