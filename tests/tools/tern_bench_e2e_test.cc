@@ -276,6 +276,9 @@ TEST(TernBench, SessionsRunEveryOneAndCheckEveryReply) {
   expect_positive(r["figures"], {"sessions_per_s", "mean_us", "p50_us", "p99_us", "max_us",
                                  "connect_p50_us", "connect_p99_us"});
   EXPECT_TRUE(r["params"]["tcp_tw_reuse"].is_string());
+  // The machine's counters of SYNs dropped by a full listen queue and sent again (/proc/net).
+  EXPECT_TRUE(r["figures"]["listen_overflows"].is_number());
+  EXPECT_TRUE(r["figures"]["syn_retransmits"].is_number());
 }
 
 // ---- ttcp (report 002) ----

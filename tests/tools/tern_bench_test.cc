@@ -17,6 +17,7 @@
 #include "core/progress.h"
 #include "core/report.h"
 #include "core/target.h"
+#include "core/tcp_counters.h"
 
 namespace tern::bench {
 namespace {
@@ -516,3 +517,24 @@ TEST(TernBenchProgress, MeterSumsSlotsAndTheLineShowsRateAndErrors) {
 
 }  // namespace
 }  // namespace tern::bench
+
+// ---- the TCP counters of report 004 ----
+
+TEST(TcpCounters, KeepTheListenAndSynCountersOfTheTcpExtLines) {
+  const std::string netstat =
+      "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPTimeouts TCPSynRetrans\n"
+      "TcpExt: 1 20 21 30 40\n"
+      "IpExt: InNoRoutes ListenOverflows\n"
+      "IpExt: 0 99\n";
+  const tern::bench::TcpCounters before = tern::bench::TcpCounters::parse(netstat);
+  EXPECT_EQ(before.values.size(), 4u) << "SyncookiesSent and IpExt's lines are not kept";
+  EXPECT_EQ(before.values.at("ListenOverflows"), 20u);
+  EXPECT_EQ(before.values.at("TCPSynRetrans"), 40u);
+  const tern::bench::TcpCounters after = tern::bench::TcpCounters::parse(
+      "TcpExt: ListenOverflows ListenDrops TCPTimeouts TCPSynRetrans\nTcpExt: 25 26 30 47\n");
+  EXPECT_EQ(after.since(before, "ListenOverflows"), 5u);
+  EXPECT_EQ(after.since(before, "TCPSynRetrans"), 7u);
+  EXPECT_EQ(after.since(before, "TCPTimeouts"), 0u);
+  EXPECT_EQ(after.since(tern::bench::TcpCounters{}, "ListenOverflows"), 0u);
+  EXPECT_TRUE(tern::bench::TcpCounters::parse("garbage").values.empty());
+}

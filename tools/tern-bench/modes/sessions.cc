@@ -19,6 +19,7 @@
 #include "core/mode.h"
 #include "core/progress.h"
 #include "core/run_support.h"
+#include "core/tcp_counters.h"
 #include "modes/modes.h"
 #include "tern/fiber/runtime.h"
 #include "tern/fiber/wait_group.h"
@@ -211,6 +212,7 @@ int run_sessions(const SessionsOptions& o) {
       },
       o.net.output.quiet);
   const std::size_t lanes = static_cast<std::size_t>(std::min<std::uint64_t>(o.in_flight, o.total));
+  const TcpCounters tcp_before = TcpCounters::read();
   std::string backend;
   Runtime runtime(client_runtime(o.net));
   runtime.run([&] {
@@ -230,6 +232,7 @@ int run_sessions(const SessionsOptions& o) {
     cpu.stop(report);
   });
 
+  const TcpCounters tcp_after = TcpCounters::read();
   Failures failed;
   std::vector<std::string> messages;
   Clock::time_point end = run.start;
@@ -268,6 +271,13 @@ int run_sessions(const SessionsOptions& o) {
   report.figures["failed_no_ports"] = failed.no_ports;
   report.figures["failed_timeout"] = failed.timeout;
   report.figures["failed_reply"] = failed.reply;
+  // Machine-wide: a SYN that found the listen queue full waits a second for its retransmit.
+  const std::uint64_t overflows = tcp_after.since(tcp_before, "ListenOverflows");
+  const std::uint64_t syn_retransmits = tcp_after.since(tcp_before, "TCPSynRetrans");
+  if (!tcp_after.values.empty()) {
+    report.figures["listen_overflows"] = overflows;
+    report.figures["syn_retransmits"] = syn_retransmits;
+  }
   report.figures["elapsed_s"] = round_to(elapsed, 6);
   report.figures["sessions_per_s"] = round_to(per_second, 2);
   std::uint64_t resumed = 0;
@@ -290,6 +300,12 @@ int run_sessions(const SessionsOptions& o) {
         "net.ipv4.tcp_tw_reuse = {}; closed connections hold their port in TIME_WAIT for 60 s "
         "unless tcp_tw_reuse lets connect reuse it: 1, or 2 = loopback only)",
         failed.no_ports, port_range, tw_reuse));
+  if (overflows > 0 || syn_retransmits > 0)
+    report.notes.push_back(fmt::format(
+        "the machine's TCP counters grew during the run: {} SYNs found a listen queue full "
+        "(ListenOverflows), {} SYNs were sent again (TCPSynRetrans), each a second or more after "
+        "the first; counted for every process, so on an idle machine these are the run's",
+        overflows, syn_retransmits));
   const std::uint64_t attempted = done + failed_total;
   if (attempted < o.total)
     report.notes.push_back(
