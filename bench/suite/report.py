@@ -678,7 +678,11 @@ class Report:
         for title, key in (("a. Sessions per second", "sessions_per_s"),
                            ("b. Mean session latency (µs)", "mean_us"),
                            ("c. p99 session latency (µs)", "p99_us"),
-                           ("d. Failed sessions", "failed")):
+                           ("d. Failed sessions", "failed"),
+                           ("e. p99 connect latency (µs)", "connect_p99_us"),
+                           ("f. SYNs dropped by a full listen queue (the machine's "
+                            "ListenOverflows during the run; each was sent again a second "
+                            "later)", "listen_overflows")):
             self.write(f"**{title}**\n")
             rows = []
             for in_flight, here in cells.items():
