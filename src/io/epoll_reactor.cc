@@ -43,6 +43,7 @@ struct PendingRecv {
   bool done = false;  // the reactor received: result or error holds the outcome
   ssize_t result = 0;
   int error = 0;
+  int left = -1;  // bytes the receive left queued (TCP_INQ on), else -1
 };
 
 // What the reactor knows about one fd.
@@ -55,6 +56,7 @@ struct FdState {
   bool tcp_inq = false;        // TCP with TCP_INQ on: recvmsg can say what is left queued
   bool filled = false;         // the last recv filled its buffer (so a short read proves nothing)
   bool drained = false;        // the last recv emptied the queue and no edge has arrived since
+  bool more = false;           // the last recv left bytes queued (TCP_INQ said so)
   bool irregular = false;      // hang-up, error or urgent data seen: short reads prove nothing
   bool readable = false;       // an edge arrived that no reader has consumed yet
   bool writable = false;
@@ -113,6 +115,7 @@ class EpollReactor final : public Reactor {
                 return ask_left ? recv_reporting_left(fd, buf, len, left)
                                 : tern::detail::sys.recv(fd, buf, len, flags);
               });
+    if (pending.done) left = pending.left;
     const bool emptied = recv_emptied_queue(flags, n, len, left == 0);
     FdState* state = registered_state(fd);
     // A first read that emptied an unregistered socket's queue (a fresh connection's first
@@ -122,6 +125,7 @@ class EpollReactor final : public Reactor {
     if (state != nullptr) {
       state->drained = emptied && state->stream_socket;
       state->filled = n && *n == len;
+      state->more = flags == 0 && left > 0;
     }
     return n;
   }
@@ -243,6 +247,10 @@ class EpollReactor final : public Reactor {
     state.stream_socket = true;
   }
 
+  bool more_queued(int fd) const noexcept override {
+    return static_cast<std::size_t>(fd) < states_.size() && states_[fd] && states_[fd]->more;
+  }
+
   void close(int fd) noexcept override {
     if (fd < 0) return;
     if (static_cast<std::size_t>(fd) < states_.size() && states_[fd]) {
@@ -320,8 +328,10 @@ class EpollReactor final : public Reactor {
   }
 
   // recv that also stores in `left` the bytes still queued after it (TCP_INQ's control
-  // message), or leaves it alone when the kernel sent none.
-  static ssize_t recv_reporting_left(int fd, void* buf, std::size_t len, int& left) noexcept {
+  // message), or leaves it alone when the kernel sent none. Out of line, so that the plain
+  // receives beside it (request/reply traffic, which never fills a buffer) stay as small.
+  [[gnu::noinline]] static ssize_t recv_reporting_left(int fd, void* buf, std::size_t len,
+                                                       int& left) noexcept {
     iovec part = {.iov_base = buf, .iov_len = len};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
     msghdr message = {};
@@ -399,7 +409,7 @@ class EpollReactor final : public Reactor {
     if (event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) state.irregular = true;
     if (event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
       state.drained = false;  // an edge arrived: the next recv must try
-      if (!wake_readers(fd, state.readers)) state.readable = true;
+      if (!wake_readers(fd, state)) state.readable = true;
     }
     if (event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
       if (!wake_waiters(state.writers)) state.writable = true;
@@ -407,16 +417,19 @@ class EpollReactor final : public Reactor {
   }
 
   // wake_waiters for the readers of fd: the first claimed one that parked in recv gets its
-  // bytes (or the error) from a receive made here; the others try their own calls. The first is
-  // woken straight from the queue (mostly the only one: a connection's reader).
-  static bool wake_readers(int fd, WaitList& queue) {
+  // bytes (or the error) from a receive made here (which also learns what it left queued once
+  // TCP_INQ is on); the others try their own calls. The first is woken straight from the queue
+  // (mostly the only one: a connection's reader).
+  static bool wake_readers(int fd, FdState& state) {
+    WaitList& queue = state.readers;
     if (queue.empty()) return false;
     Waiter* first = tern::detail::claim_first(queue);
     if (first != nullptr && first->slot != nullptr) {
       PendingRecv& pending = *static_cast<PendingRecv*>(first->slot);
       ssize_t n;
       do {
-        n = tern::detail::sys.recv(fd, pending.buf, pending.len, 0);
+        n = state.tcp_inq ? recv_reporting_left(fd, pending.buf, pending.len, pending.left)
+                          : tern::detail::sys.recv(fd, pending.buf, pending.len, 0);
       } while (n < 0 && errno == EINTR);
       if (n >= 0) {
         pending.done = true;

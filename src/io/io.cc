@@ -137,6 +137,11 @@ void declare_tcp(int fd) noexcept {
     current->declare_tcp(fd);
 }
 
+bool more_queued(int fd) noexcept {
+  const detail::Reactor* current = detail::Reactor::current();
+  return current != nullptr && current->more_queued(fd);
+}
+
 void close(int fd) noexcept {
   detail::Reactor* current = detail::Reactor::current();
   if (current != nullptr) {

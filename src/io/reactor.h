@@ -52,6 +52,10 @@ class Reactor : public Parker {
   // fd is a TCP socket this worker will use: a backend that learns a socket's kind when it first
   // waits on it can skip that probe. Does nothing by default.
   virtual void declare_tcp(int /*fd*/) noexcept {}
+  // Whether the last plain recv on fd left bytes in its receive queue, as the kernel said with
+  // that recv (TCP_INQ, IORING_CQE_F_SOCK_NONEMPTY); false when it did not say. No default
+  // knowledge: false.
+  virtual bool more_queued(int /*fd*/) const noexcept { return false; }
 
  private:
   Backend backend_;

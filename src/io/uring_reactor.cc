@@ -134,8 +134,9 @@ class UringReactor final : public Reactor {
       poll_first_ = false;  // a kernel without the flag: receive as before
       return recv(fd, buf, len, flags, limit);
     }
-    note_drained(fd,
-                 recv_emptied_queue(flags, n, len, (cqe_flags & IORING_CQE_F_SOCK_NONEMPTY) == 0));
+    const bool nonempty = (cqe_flags & IORING_CQE_F_SOCK_NONEMPTY) != 0;
+    note_drained(fd, recv_emptied_queue(flags, n, len, !nonempty),
+                 flags == 0 && n && *n > 0 && nonempty);
     return n;
   }
   Result<std::size_t> send(int fd, const void* buf, std::size_t len, int flags,
@@ -233,7 +234,7 @@ class UringReactor final : public Reactor {
   }
   void close(int fd) noexcept override {
     if (fd < 0) return;
-    note_drained(fd, false);
+    note_drained(fd, false, false);
     if (auto found = accept_streams_.find(fd); found != accept_streams_.end()) {
       retire(std::move(found->second));
       accept_streams_.erase(found);
@@ -437,23 +438,29 @@ class UringReactor final : public Reactor {
 
   // Whether the last recv on fd emptied its queue (see recv()).
   bool was_drained(int fd) const noexcept {
-    return fd >= 0 && static_cast<std::size_t>(fd) < drained_.size() && drained_[fd] != 0;
+    return fd >= 0 && static_cast<std::size_t>(fd) < drained_.size() && drained_[fd] == kDrained;
   }
-  void note_drained(int fd, bool drained) {
+  bool more_queued(int fd) const noexcept override {
+    return fd >= 0 && static_cast<std::size_t>(fd) < drained_.size() && drained_[fd] == kMore;
+  }
+  // What the last recv on fd left: an empty queue, bytes the kernel reported, or not known.
+  void note_drained(int fd, bool drained, bool more) {
     if (fd < 0) return;
     const auto index = static_cast<std::size_t>(fd);
     if (index >= drained_.size()) {
-      if (!drained) return;
+      if (!drained && !more) return;
       drained_.resize(index + 1 + index / 2);
     }
-    drained_[index] = drained ? 1 : 0;
+    drained_[index] = drained ? kDrained : more ? kMore : 0;
   }
+  static constexpr std::uint8_t kDrained = 1;
+  static constexpr std::uint8_t kMore = 2;
 
   io_uring ring_;
   int wake_;
   bool wake_armed_ = false;
   bool poll_first_;                    // the kernel takes IORING_RECVSEND_POLL_FIRST (5.19+)
-  std::vector<std::uint8_t> drained_;  // by fd: see was_drained()
+  std::vector<std::uint8_t> drained_;  // by fd: kDrained, kMore or 0 (see note_drained())
   bool multishot_accept_ = true;
   std::unordered_map<int, std::unique_ptr<AcceptStream>> accept_streams_;
   std::vector<std::unique_ptr<AcceptStream>> retiring_;

@@ -57,9 +57,17 @@ Result<std::size_t> TcpStream::write(std::span<const std::byte> buf, Deadline de
   return io::send(socket_.fd(), buf, 0, effective(deadline));
 }
 
-Result<void> TcpStream::write_all(std::span<const std::byte> buf, Deadline deadline) {
+namespace {
+
+// send(2)'s flags for a write's Flush.
+constexpr int send_flags(Flush flush) noexcept { return flush == Flush::later ? MSG_MORE : 0; }
+
+}  // namespace
+
+Result<void> TcpStream::write_all(std::span<const std::byte> buf, Deadline deadline, Flush flush) {
+  const int flags = send_flags(flush);
   while (!buf.empty()) {
-    Result<std::size_t> n = io::send(socket_.fd(), buf, 0, effective(deadline));
+    Result<std::size_t> n = io::send(socket_.fd(), buf, flags, effective(deadline));
     if (!n) return fail(n.error());
     buf = buf.subspan(*n);
   }
@@ -78,13 +86,15 @@ namespace {
 // TcpStream::writev, inline in writev_all: one piece (a frame16 reply, header and payload read
 // together) is a plain send, which spares the kernel copying in and checking a message header
 // and an iovec array.
-inline Result<std::size_t> send_pieces(int fd, std::span<const iovec> iov, WaitLimit limit) {
+inline Result<std::size_t> send_pieces(int fd, std::span<const iovec> iov, WaitLimit limit,
+                                       int flags = 0) {
   if (iov.size() == 1)
-    return io::send(fd, {static_cast<const std::byte*>(iov[0].iov_base), iov[0].iov_len}, 0, limit);
+    return io::send(fd, {static_cast<const std::byte*>(iov[0].iov_base), iov[0].iov_len}, flags,
+                    limit);
   msghdr message = {};
   message.msg_iov = const_cast<iovec*>(iov.data());
   message.msg_iovlen = std::min<std::size_t>(iov.size(), IOV_MAX);
-  return io::sendmsg(fd, &message, 0, limit);
+  return io::sendmsg(fd, &message, flags, limit);
 }
 
 }  // namespace
@@ -93,13 +103,14 @@ Result<std::size_t> TcpStream::writev(std::span<const iovec> iov, Deadline deadl
   return send_pieces(socket_.fd(), iov, effective(deadline));
 }
 
-Result<void> TcpStream::writev_all(std::span<iovec> iov, Deadline deadline) {
+Result<void> TcpStream::writev_all(std::span<iovec> iov, Deadline deadline, Flush flush) {
+  const int flags = send_flags(flush);
   if (iov.size() == 1) {  // one piece (a frame16 reply): plain sends, no walk over the pieces
     iovec& piece = iov.front();
     while (piece.iov_len > 0) {
       Result<std::size_t> n =
-          io::send(socket_.fd(), {static_cast<const std::byte*>(piece.iov_base), piece.iov_len}, 0,
-                   effective(deadline));
+          io::send(socket_.fd(), {static_cast<const std::byte*>(piece.iov_base), piece.iov_len},
+                   flags, effective(deadline));
       if (!n) return fail(n.error());
       piece.iov_base = static_cast<char*>(piece.iov_base) + *n;
       piece.iov_len -= *n;
@@ -111,7 +122,7 @@ Result<void> TcpStream::writev_all(std::span<iovec> iov, Deadline deadline) {
       iov = iov.subspan(1);
       continue;
     }
-    Result<std::size_t> n = send_pieces(socket_.fd(), iov, effective(deadline));
+    Result<std::size_t> n = send_pieces(socket_.fd(), iov, effective(deadline), flags);
     if (!n) return fail(n.error());
     std::size_t left = *n;
     while (left > 0) {
@@ -123,6 +134,12 @@ Result<void> TcpStream::writev_all(std::span<iovec> iov, Deadline deadline) {
     }
   }
   return {};
+}
+
+Result<void> TcpStream::flush() {
+  // Clearing TCP_CORK (off already: tern never sets it) makes Linux push the queued bytes,
+  // whatever TCP_NODELAY says; setting TCP_NODELAY would also push, but change the socket.
+  return socket_.set_option(IPPROTO_TCP, TCP_CORK, 0);
 }
 
 Result<void> TcpStream::shutdown(int how) {

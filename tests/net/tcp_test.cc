@@ -838,6 +838,46 @@ TEST(TcpStream, WritevOfOnePieceSendsIt) {
   });
 }
 
+TEST(TcpStream, MoreQueuedSaysWhatAFullReadLeftAndHeldWritesArrive) {
+  run_on(1, [] {
+    tern::Result<Connected> pair = connect_loopback();
+    ASSERT_TRUE(pair) << pair.error().message();
+    // 300 bytes queued before the server reads (loopback queues them before write_all returns).
+    const std::string sent(300, 'q');
+    ASSERT_TRUE(pair->client.write_all(bytes_of(sent), patience()));
+    ASSERT_TRUE(pair->server.wait_readable(patience()));
+    std::array<std::byte, 100> buf;
+    // Both backends know what a read left once a read has filled its buffer.
+    for (int i = 0; i < 2; ++i) {
+      tern::Result<std::size_t> n = pair->server.read(buf, patience());
+      ASSERT_TRUE(n) << n.error().message();
+      ASSERT_EQ(*n, buf.size());
+    }
+    EXPECT_TRUE(pair->server.more_queued()) << "100 bytes are still queued";
+    tern::Result<std::size_t> n = pair->server.read(buf, patience());
+    ASSERT_TRUE(n) << n.error().message();
+    ASSERT_EQ(*n, buf.size());
+    EXPECT_FALSE(pair->server.more_queued()) << "the third read took the last bytes";
+    ASSERT_TRUE(pair->client.write_all(bytes_of("short"), patience()));
+    n = pair->server.read(buf, patience());
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(text_of(std::span(buf).first(*n)), "short");
+    EXPECT_FALSE(pair->server.more_queued());
+
+    // Held writes arrive, in order, with the write that ends their run or with flush().
+    using tern::net::Flush;
+    ASSERT_TRUE(pair->server.write_all(bytes_of("held "), patience(), Flush::later));
+    std::string piece = "gathered ";
+    std::array<iovec, 1> out = {iovec{piece.data(), piece.size()}};
+    ASSERT_TRUE(pair->server.writev_all(out, patience(), Flush::later));
+    ASSERT_TRUE(pair->server.write_all(bytes_of("sent"), patience()));
+    EXPECT_EQ(read_text(pair->client, 18), "held gathered sent");
+    ASSERT_TRUE(pair->server.write_all(bytes_of("flushed"), patience(), Flush::later));
+    ASSERT_TRUE(pair->server.flush());
+    EXPECT_EQ(read_text(pair->client, 7), "flushed");
+  });
+}
+
 TEST(TcpStream, WritevAndReadvScatterAndGather) {
   run_on(1, [] {
     tern::Result<Connected> pair = connect_loopback();

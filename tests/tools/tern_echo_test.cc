@@ -207,6 +207,37 @@ TEST(TernEcho, Frame16StreamsRepliesOfMessagesThatArriveInPieces) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+TEST(TernEcho, Frame16SendsHeldRepliesWhenTheQueuedBytesBringNothingToAnswer) {
+  // A small buffer, so that a burst takes many full reads: each reply but the last of a run is
+  // held back (net::Flush::later) while more requests are queued. The burst ends in discard
+  // messages longer than the buffer, whose reads answer nothing: the held replies must still go.
+  EchoServer server({"--mode", "frame16", "--buf", "256"});
+  ASSERT_GT(server.port(), 0);
+  with_connection(server, [](TcpStream& stream) {
+    for (int round = 0; round < 20; ++round) {
+      std::vector<std::byte> burst;
+      std::vector<std::uint32_t> echoed;
+      for (std::uint32_t syn = 0; syn < 60; ++syn) {
+        const std::uint32_t id = static_cast<std::uint32_t>(round) * 100 + syn;
+        const std::vector<std::byte> message = frame16_message(1, id, std::string(40, 'e'));
+        burst.insert(burst.end(), message.begin(), message.end());
+        echoed.push_back(id);
+      }
+      for (int i = 0; i < 8; ++i) {
+        const std::vector<std::byte> message = frame16_message(2, 9999, std::string(300, 'd'));
+        burst.insert(burst.end(), message.begin(), message.end());
+      }
+      ASSERT_TRUE(stream.write_all(burst, tern::deadline_after(30s)));
+      for (std::uint32_t id : echoed) {
+        std::array<std::byte, 16 + 40> reply;
+        ASSERT_TRUE(stream.read_exact(reply, tern::deadline_after(30s))) << "reply " << id;
+        ASSERT_EQ(tern::tools::Header16::load(reply).ack, id);
+      }
+    }
+  });
+  EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(TernEcho, TtcpModeAcknowledgesEveryMessage) {
   EchoServer server({"--mode", "ttcp"});
   ASSERT_GT(server.port(), 0);

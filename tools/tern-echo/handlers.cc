@@ -25,6 +25,13 @@ std::string peer_of(const net::TcpStream& stream) {
 
 }  // namespace
 
+// How to write the answer to a read of n bytes into a buffer of `size`: held back (and sent with
+// the next answer) when the read filled the buffer and the kernel said more bytes are queued,
+// since the next read then returns at once and its answer follows this one.
+net::Flush answer_flush(const net::TcpStream& stream, std::size_t n, std::size_t size) {
+  return n == size && stream.more_queued() ? net::Flush::later : net::Flush::now;
+}
+
 void echo_stream(net::TcpStream& stream, std::size_t buf_size) {
   // Not zeroed: a short-lived connection (report 004) would spend more on the memset than on I/O.
   const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
@@ -32,7 +39,7 @@ void echo_stream(net::TcpStream& stream, std::size_t buf_size) {
   for (;;) {
     Result<std::size_t> n = stream.read(buf);
     if (!n || *n == 0) return;
-    if (!stream.write_all(buf.first(*n))) return;
+    if (!stream.write_all(buf.first(*n), kNoDeadline, answer_flush(stream, *n, buf.size()))) return;
   }
 }
 
@@ -61,20 +68,30 @@ void discard_stream(net::TcpStream& stream, std::size_t buf_size) {
 }
 
 // Streams (tools::Frame16Echo): each read fills the buffer but for an incomplete header kept at
-// its front, and one writev sends back every byte of echo messages it brought.
+// its front, and one writev sends back every byte of echo messages it brought (held back while
+// more requests are queued, see answer_flush; a read that brings nothing to answer sends what is
+// held once nothing more is queued).
 void frame16_stream(net::TcpStream& stream, std::size_t buf_size, std::size_t max_payload) {
   const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
   const std::span<std::byte> buf(storage.get(), buf_size);
   tools::Frame16Echo echo(max_payload);
   std::vector<iovec> replies;
   std::size_t kept = 0;
+  bool held = false;  // the last answer was held back (net::Flush::later)
   for (;;) {
     Result<std::size_t> n = stream.read(buf.subspan(kept));
     if (!n || *n == 0) return;
     replies.clear();
     const std::size_t filled = kept + *n;
     const tools::Frame16Echo::Step step = echo.take(buf.first(filled), replies);
-    if (!replies.empty() && !stream.writev_all(replies)) return;
+    const net::Flush flush = answer_flush(stream, *n, buf.size() - kept);
+    if (!replies.empty()) {
+      if (!stream.writev_all(replies, kNoDeadline, flush)) return;
+      held = flush == net::Flush::later;
+    } else if (held && flush == net::Flush::now) {
+      if (!stream.flush()) return;
+      held = false;
+    }
     const tools::Header16& header = echo.header();
     if (step.verdict == tools::Frame16Echo::Verdict::oversized) {
       TERN_PEER_LOG_WARN("frame16: closing the connection from {}: payload of {} bytes over {}",

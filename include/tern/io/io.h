@@ -61,6 +61,12 @@ namespace tern::io {
 // backend a system call that asks the socket's kind (one per connection). Worker fiber, on the
 // worker that uses fd; a no-op elsewhere and on io_uring.
 void declare_tcp(int fd) noexcept;
+// Whether the last recv on fd (flags 0, by this worker) left bytes queued in the socket, as the
+// kernel reported along with it (TCP: once a read has filled its buffer, both backends learn what
+// each later read left); false when not known. A caller that is about to read those bytes and
+// answer them can hold its answer to the last read back (send with MSG_MORE) and send the
+// answers together. Worker fiber; false elsewhere.
+[[nodiscard]] bool more_queued(int fd) noexcept;
 // Wakes every fiber of this worker waiting on fd (their operations end with
 // operation_canceled), then closes it.
 void close(int fd) noexcept;

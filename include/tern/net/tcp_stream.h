@@ -28,6 +28,14 @@ struct KeepaliveOptions {
 
 class Buffer;
 
+// When a write's bytes leave: at once (the default; with TCP_NODELAY, in a segment of their own),
+// or held back (MSG_MORE) until a later write with Flush::now or flush() sends them together
+// with its own, or a full segment has gathered. A server answering a batch of requests that
+// more_queued() says is already there holds each answer but the last: fewer, larger segments,
+// which costs the kernel less per byte on both ends. Anything held must be sent: end every run
+// of Flush::later writes with a Flush::now write or flush().
+enum class Flush { now, later };
+
 // A connected stream socket (TCP over IPv4/IPv6, or a Unix stream socket) whose calls park the
 // calling fiber, not its worker. Every call takes a deadline (tern::deadline_exceeded(), equal
 // to std::errc::timed_out) and is interruptible (operation_canceled). Move-only; use from worker
@@ -77,9 +85,9 @@ class TcpStream {
   // Writes some of buf, waiting until at least one byte can be written.
   [[nodiscard]] Result<std::size_t> write(std::span<const std::byte> buf,
                                           Deadline deadline = kNoDeadline);
-  // Writes all of buf.
+  // Writes all of buf (Flush::later: held back, see Flush).
   [[nodiscard]] Result<void> write_all(std::span<const std::byte> buf,
-                                       Deadline deadline = kNoDeadline);
+                                       Deadline deadline = kNoDeadline, Flush flush = Flush::now);
   // Scatter read into iov (one system call when data is there).
   [[nodiscard]] Result<std::size_t> readv(std::span<const iovec> iov,
                                           Deadline deadline = kNoDeadline);
@@ -88,7 +96,16 @@ class TcpStream {
                                            Deadline deadline = kNoDeadline);
   // Gather write of all of iov (e.g. a header and a body in one system call); iov's entries
   // are advanced past what was written.
-  [[nodiscard]] Result<void> writev_all(std::span<iovec> iov, Deadline deadline = kNoDeadline);
+  // Flush::later: held back, see Flush.
+  [[nodiscard]] Result<void> writev_all(std::span<iovec> iov, Deadline deadline = kNoDeadline,
+                                        Flush flush = Flush::now);
+  // Whether the last read (read or read_exact; not readv) left bytes queued in the socket, as
+  // the kernel said with that read (TCP, once a read has filled its buffer: see
+  // io::more_queued); false when it did not say. A read that returned fewer bytes than asked
+  // left nothing. Inline, no system call; the reading fiber.
+  bool more_queued() const noexcept { return io::more_queued(socket_.fd()); }
+  // Sends what Flush::later writes held back, now (TCP; a system call, no wait).
+  [[nodiscard]] Result<void> flush();
 
   // Shuts down reading (SHUT_RD), writing (SHUT_WR, a half-close) or both.
   [[nodiscard]] Result<void> shutdown(int how = SHUT_WR);
