@@ -133,6 +133,7 @@ tern::Result<Transport> ClientConnection::open_transport() {
 bool ClientConnection::serve() {
   (void)stream_.set_nodelay();
   writer_ = std::make_unique<FrameWriter>(stream_);
+  writer_->run_on_demand(*this);
   input_.reset();
   frames_received_ = 0;
   pings_sent_ = 0;
@@ -143,7 +144,6 @@ bool ClientConnection::serve() {
   ++channel_.stats.connects;
   set_state(State::ready);
   serving_ = true;
-  Fiber writer = spawn([this] { (void)writer_->run(); }, {.name = "rpc writer"});
   Fiber pinger;
   if (channel_.options.ping_interval.count() > 0) {
     pinger = spawn([this] { ping_loop(); }, {.name = "rpc ping"});
@@ -194,7 +194,7 @@ bool ClientConnection::serve() {
     pinger.interrupt();
     pinger.join();
   }
-  writer.join();
+  while (!writer_fibers_.wait()) this_fiber::yield();  // even when this fiber is interrupted
   writer_.reset();
   stream_.close();
   return told_to_go;
@@ -296,6 +296,26 @@ net::Buffer* ClientConnection::stream_out() noexcept {
 
 void ClientConnection::stream_flush() noexcept {
   if (writer_) writer_->wake();
+}
+
+bool ClientConnection::start_writer() noexcept {
+  tern::Result<Fiber> writer = try_spawn(
+      [this] {
+        (void)writer_->run();  // a failed write leaves failed() set: no new call is sent
+        writer_fibers_.done();
+      },
+      {.name = "rpc writer"});
+  if (!writer) {
+    // Its frames are dropped: end the connection, whose calls then fail as unavailable.
+    TERN_PEER_LOG_WARN("rpc: closing the connection to {}: cannot start its writer fiber: {}",
+                       endpoint_.name, writer.error().message());
+    dropped_because_ = "no fiber could be started to send its frames";
+    shut_down();
+    return false;
+  }
+  writer_fibers_.add();
+  writer->detach();
+  return true;
 }
 
 void ClientConnection::stream_closed(std::uint64_t id) noexcept {

@@ -112,9 +112,10 @@ struct Channel::Impl {
 namespace tern::rpc::detail {
 
 // One connection of a channel to an endpoint: a managing fiber connects (with backoff), reads
-// replies and fails the calls in flight when the connection breaks, then connects again.
-// Fibers of the channel's worker.
-class ClientConnection final : public StreamPort {
+// replies and fails the calls in flight when the connection breaks, then connects again. A call
+// sends its request from its own fiber when it can; a writer fiber runs only while frames wait
+// for the socket or can be batched (FrameWriter::run_on_demand). Fibers of the channel's worker.
+class ClientConnection final : public StreamPort, WriterStarter {
  public:
   enum class State { connecting, ready, draining, failed, closed };
 
@@ -149,6 +150,9 @@ class ClientConnection final : public StreamPort {
   void stream_flush() noexcept override;
   void stream_closed(std::uint64_t id) noexcept override;
 
+  // WriterStarter.
+  bool start_writer() noexcept override;
+
  private:
   void manage();
   // Connects to the endpoint and, for a TLS endpoint, runs the handshake; an error's message
@@ -176,8 +180,9 @@ class ClientConnection final : public StreamPort {
   Endpoint& endpoint_;
   State state_ = State::connecting;
   Transport stream_;
-  std::unique_ptr<FrameWriter> writer_;
-  FrameReader input_;  // reads stream_ (declared after it)
+  std::unique_ptr<FrameWriter> writer_;  // of the current connection
+  WaitGroup writer_fibers_;              // the writer's fiber while it runs (and one ending)
+  FrameReader input_;                    // reads stream_ (declared after it)
   wire::Metadata metadata_;
   // The largest decompression buffer kept between frames.
   static constexpr std::size_t kScratchKept = 256u << 10;

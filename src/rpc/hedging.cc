@@ -5,17 +5,22 @@
 namespace tern::rpc::detail {
 
 void LatencyWindow::record(std::chrono::nanoseconds latency) noexcept {
+  if (samples_.size() < kSize) {
+    if (samples_.empty()) samples_.reserve(kSize);
+    samples_.push_back(latency);
+    return;
+  }
   samples_[next_] = latency;
   next_ = (next_ + 1) % kSize;
-  count_ = std::min(count_ + 1, kSize);
 }
 
 std::chrono::nanoseconds LatencyWindow::percentile(double percent) const {
-  if (count_ < kMinSamples) return std::chrono::nanoseconds(-1);
-  std::array<std::chrono::nanoseconds, kSize> sorted = samples_;
-  const auto end = sorted.begin() + static_cast<std::ptrdiff_t>(count_);
+  const std::size_t count = samples_.size();
+  if (count < kMinSamples) return std::chrono::nanoseconds(-1);
+  std::vector<std::chrono::nanoseconds> sorted = samples_;
+  const auto end = sorted.end();
   const double clamped = std::clamp(percent, 0.0, 100.0);
-  const auto rank = static_cast<std::size_t>(clamped / 100.0 * static_cast<double>(count_ - 1));
+  const auto rank = static_cast<std::size_t>(clamped / 100.0 * static_cast<double>(count - 1));
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(rank), end);
   return sorted[rank];
 }

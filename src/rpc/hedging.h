@@ -3,15 +3,16 @@
 // When a hedged call sends its backup (ChannelOptions::hedging): a fixed delay, or a percentile
 // of the channel's recent reply latencies. Fibers of the channel's worker.
 
-#include <array>
 #include <chrono>
 #include <cstddef>
+#include <vector>
 
 #include "tern/rpc/channel.h"
 
 namespace tern::rpc::detail {
 
-// The latencies of the last kSize successful attempts of a channel.
+// The latencies of the last kSize successful attempts of a channel. It allocates its samples at
+// the first one: a channel of one endpoint records none and holds no memory for them.
 class LatencyWindow {
  public:
   static constexpr std::size_t kSize = 256;
@@ -24,9 +25,8 @@ class LatencyWindow {
   std::chrono::nanoseconds percentile(double percent) const;
 
  private:
-  std::array<std::chrono::nanoseconds, kSize> samples_{};
-  std::size_t next_ = 0;
-  std::size_t count_ = 0;
+  std::vector<std::chrono::nanoseconds> samples_;  // up to kSize, then a ring
+  std::size_t next_ = 0;                           // the ring's oldest sample once it is full
 };
 
 // The delay before a hedge: options.delay, or with options.percentile set the larger of
