@@ -47,8 +47,8 @@ struct ContextState {
   std::shared_ptr<const Generation> current() const;
   void publish(std::shared_ptr<const Generation> generation);
 
-  // The client's last session per server name (ClientConfig::session_resumption): a new
-  // reference to it, or null. Any thread.
+  // The client's last session per server name (ClientConfig::session_resumption): a copy of
+  // it for one connection to offer, or null. Any thread.
   SessionPtr session(const std::string& server_name) const;
   // Keeps `session` (takes the caller's reference) as the one to resume. Any thread.
   void keep_session(const std::string& server_name, SSL_SESSION* session);

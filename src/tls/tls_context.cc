@@ -29,11 +29,18 @@ void ContextState::publish(std::shared_ptr<const Generation> generation) {
 }
 
 SessionPtr ContextState::session(const std::string& server_name) const {
-  std::lock_guard lock(mutex_);
-  auto found = sessions_.find(server_name);
-  if (found == sessions_.end()) return nullptr;
-  SSL_SESSION_up_ref(found->second.get());
-  return SessionPtr(found->second.get());
+  SessionPtr kept;
+  {
+    std::lock_guard lock(mutex_);
+    auto found = sessions_.find(server_name);
+    if (found == sessions_.end()) return nullptr;
+    SSL_SESSION_up_ref(found->second.get());
+    kept.reset(found->second.get());
+  }
+  // A TLS 1.3 client that resumed a session marks that object used up when its handshake ends
+  // (OpenSSL's single-use tickets), which would turn every connection still about to offer the
+  // same object, and the next ones until a new ticket comes, into full handshakes.
+  return SessionPtr(SSL_SESSION_dup(kept.get()));
 }
 
 void ContextState::keep_session(const std::string& server_name, SSL_SESSION* session) {

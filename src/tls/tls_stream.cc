@@ -105,6 +105,9 @@ struct TlsStream::Impl {
   Result<void> flush(Deadline deadline);
   Result<void> fill(Deadline deadline);
   Result<void> handshake(Deadline deadline);
+  // A server's resumed handshake sends no new ticket unless the context reissues them
+  // (ServerConfig::reissue_tickets); called while the handshake waits to read.
+  void keep_ticket_if_resumed();
   // After a handshake on the socket: keeps it there if the kernel took the records, else
   // moves the SSL onto the stream's buffers (user-space TLS); counts the path taken.
   void settle_record_path();
@@ -232,6 +235,13 @@ Result<std::size_t> TlsStream::Impl::encrypt(std::span<const std::byte> buf, Dea
   }
 }
 
+void TlsStream::Impl::keep_ticket_if_resumed() {
+  // OpenSSL decides to resume when it reads the ClientHello and writes a TLS 1.3 server's new
+  // ticket after the client's Finished, so the count set in between is the one it uses.
+  if (state->server && !state->server_config.reissue_tickets && SSL_session_reused(ssl) == 1)
+    SSL_set_num_tickets(ssl, 0);
+}
+
 Result<void> TlsStream::Impl::handshake(Deadline deadline) {
   for (;;) {
     detail::clear_stale_openssl_errors();
@@ -249,6 +259,7 @@ Result<void> TlsStream::Impl::handshake(Deadline deadline) {
       return flush(deadline);
     }
     const int error = SSL_get_error(ssl, done);
+    if (error == SSL_ERROR_WANT_READ) keep_ticket_if_resumed();
     if (on_socket && (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE)) {
       if (Result<void> ready = wait_socket(error, deadline); !ready) {
         broken = ready.error();

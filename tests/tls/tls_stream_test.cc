@@ -432,6 +432,42 @@ TEST_P(TlsStreamTest, ResumesSessionsAcrossAServerReload) {
   });
 }
 
+TEST_P(TlsStreamTest, ConnectionsOfferingTheSameTicketAtOnceAllResume) {
+  run_on(1, [this] {
+    Server server(server_context());
+    TlsContext context = client_context();
+    tern::Result<TlsStream> first = connect(server, context);
+    ASSERT_TRUE(first) << first.error().message();
+    EXPECT_EQ(round_trip(*first, "a"), "a");  // brings the ticket
+    // OpenSSL marks a TLS 1.3 session used up once a client resumed it. The second and third
+    // connections offer the same ticket (the second's new one has not arrived: it comes with
+    // its first reply), and the third must still resume.
+    tern::Result<TlsStream> second = connect(server, context);
+    ASSERT_TRUE(second) << second.error().message();
+    EXPECT_TRUE(second->resumed());
+    tern::Result<TlsStream> third = connect(server, context);
+    ASSERT_TRUE(third) << third.error().message();
+    EXPECT_TRUE(third->resumed());
+    EXPECT_EQ(round_trip(*second, "b"), "b");
+    EXPECT_EQ(round_trip(*third, "c"), "c");
+  });
+}
+
+TEST_P(TlsStreamTest, WithoutReissuedTicketsAClientResumesWithTheTicketItHas) {
+  run_on(1, [this] {
+    Server server(server_context("server", {.reissue_tickets = false}));
+    TlsContext context = client_context();
+    for (int i = 0; i < 4; ++i) {
+      tern::Result<TlsStream> client = connect(server, context);
+      ASSERT_TRUE(client) << client.error().message();
+      EXPECT_EQ(client->resumed(), i > 0) << "connection " << i;
+      EXPECT_EQ(round_trip(*client, "r"), "r");
+    }
+    EXPECT_TRUE(
+        tern_test::wait_for_condition([&] { return server.server().stats().resumed == 3; }));
+  });
+}
+
 TEST_P(TlsStreamTest, LoadsPemFromMemory) {
   using tern_tls_test::read_file;
   run_on(1, [this] {

@@ -52,6 +52,12 @@ struct ServerConfig {
   std::vector<std::string> alpn;  // protocols offered, most preferred first (empty: no ALPN)
   TlsVersion min_version = TlsVersion::tls1_2;
   bool session_tickets = true;  // resumption by stateless tickets (keys survive reload())
+  // Whether a resumed TLS 1.3 handshake sends the client a new ticket (TLS 1.2 resumptions never
+  // do). On by default: OpenSSL clients treat a TLS 1.3 ticket as used up once resumed and need
+  // the new one to resume again. Off saves the server about 7 % of a resumed handshake, for
+  // clients that offer a ticket again (tern's, Go's): they resume with the ticket they have
+  // until its lifetime (two hours) ends, then a full handshake brings a new one.
+  bool reissue_tickets = true;
   // Hands record encryption to the kernel after the handshake where Linux offers kernel TLS
   // (setsockopt(TCP_ULP, "tls")), through OpenSSL's own kTLS support; where it does not, the
   // connection silently stays on user-space TLS. Each connection is counted under the path it
