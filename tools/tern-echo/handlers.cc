@@ -10,6 +10,7 @@
 
 #include "../common/frame16_echo.h"
 #include "../common/header16.h"
+#include "read_buffer.h"
 #include "tern/log/peer_log.h"
 #include "tern/net/buffer.h"
 
@@ -33,9 +34,10 @@ net::Flush answer_flush(const net::TcpStream& stream, std::size_t n, std::size_t
 }
 
 void echo_stream(net::TcpStream& stream, std::size_t buf_size) {
-  // Not zeroed: a short-lived connection (report 004) would spend more on the memset than on I/O.
-  const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
-  const std::span buf(storage.get(), buf_size);
+  // Not zeroed, and reused: a short-lived connection (report 004) would spend more on a memset,
+  // or on malloc and free, than on I/O.
+  const ReadBuffer storage(buf_size);
+  const std::span buf = storage.span();
   for (;;) {
     Result<std::size_t> n = stream.read(buf);
     if (!n || *n == 0) return;
@@ -59,8 +61,8 @@ void echo_stream_lean(net::TcpStream& stream, std::size_t buf_size) {
 }
 
 void discard_stream(net::TcpStream& stream, std::size_t buf_size) {
-  const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
-  const std::span buf(storage.get(), buf_size);
+  const ReadBuffer storage(buf_size);
+  const std::span buf = storage.span();
   for (;;) {
     Result<std::size_t> n = stream.read(buf);
     if (!n || *n == 0) return;
@@ -72,8 +74,8 @@ void discard_stream(net::TcpStream& stream, std::size_t buf_size) {
 // more requests are queued, see answer_flush; a read that brings nothing to answer sends what is
 // held once nothing more is queued).
 void frame16_stream(net::TcpStream& stream, std::size_t buf_size, std::size_t max_payload) {
-  const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
-  const std::span<std::byte> buf(storage.get(), buf_size);
+  const ReadBuffer storage(buf_size);
+  const std::span<std::byte> buf = storage.span();
   tools::Frame16Echo echo(max_payload);
   std::vector<iovec> replies;
   std::size_t kept = 0;
@@ -112,8 +114,8 @@ void frame16_stream(net::TcpStream& stream, std::size_t buf_size, std::size_t ma
 void ttcp_stream(net::TcpStream& stream, std::size_t buf_size, std::size_t max_payload) {
   // The payload only needs counting: it streams through one buffer of --buf bytes, so what a
   // connection holds does not depend on the length a peer announces.
-  const auto storage = std::make_unique_for_overwrite<std::byte[]>(buf_size);
-  const std::span<std::byte> buf(storage.get(), buf_size);
+  const ReadBuffer storage(buf_size);
+  const std::span<std::byte> buf = storage.span();
   std::array<std::byte, 4> length;
   while (stream.read_exact(length)) {
     const std::uint64_t size = net::load_big_endian(length.data(), 4);
