@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "tern/base/assert.h"
@@ -23,8 +22,10 @@ namespace tern::net {
 
 namespace {
 
-// Bytes a connection had moved (received, plus sent and acknowledged) at the last check.
+// Whether a descriptor is a connection whose handler runs on this worker, and the bytes it had
+// moved (received, plus sent and acknowledged) at the last progress check.
 struct Progress {
+  bool open = false;
   std::uint64_t moved = 0;
   bool sampled = false;  // `moved` was read at the previous check (a whole interval ago)
   bool cut = false;
@@ -36,8 +37,10 @@ struct Progress {
 struct TcpServer::WorkerState {
   std::size_t index = 0;
   TcpListener listener;  // open on the workers that accept
-  // Connections whose handler runs here, with what the progress check last saw of them.
-  std::unordered_map<int, Progress> open_streams;
+  // By descriptor: the connections whose handler runs here (`open`), with what the progress
+  // check last saw of them. Indexed rather than hashed: a connection's start and end touch one
+  // slot and allocate nothing; the progress check and stop() walk it whole.
+  std::vector<Progress> open_streams;
 };
 
 // What the server's fibers share; any thread.
@@ -249,7 +252,9 @@ void TcpServer::serve(TcpStream stream, WorkerState& worker) {
   this_fiber::set_name(options_.name);
   const int fd = stream.fd();
   if (shared_->tcp) io::declare_tcp(fd);  // this worker's reactor need not ask the socket
-  worker.open_streams[fd] = Progress{};
+  const auto slot = static_cast<std::size_t>(fd);
+  if (slot >= worker.open_streams.size()) worker.open_streams.resize(slot + 1 + slot / 2);
+  worker.open_streams[slot] = Progress{.open = true};
   connections_open.add(1);
   if (options_.idle_timeout.count() > 0) stream.set_timeout(options_.idle_timeout);
   // A TCP connection inherited its send buffer and keepalive probing from the listener. A Unix
@@ -262,7 +267,7 @@ void TcpServer::serve(TcpStream stream, WorkerState& worker) {
   } catch (...) {
     TERN_PEER_LOG_WARN("connection handler threw a non-exception");
   }
-  worker.open_streams.erase(fd);
+  worker.open_streams[slot].open = false;
   stream.close();
   connections_open.add(-1);
   connections_closed.add();
@@ -282,8 +287,10 @@ void TcpServer::watch_progress(WorkerState& worker) {
     if (woken || woken.error() != tern::deadline_exceeded() ||
         shared->stopping.load(std::memory_order_acquire))
       break;
-    for (auto& [fd, progress] : worker.open_streams) {
-      if (progress.cut) continue;
+    for (std::size_t slot = 0; slot < worker.open_streams.size(); ++slot) {
+      Progress& progress = worker.open_streams[slot];
+      if (!progress.open || progress.cut) continue;
+      const int fd = static_cast<int>(slot);
       const std::optional<std::uint64_t> moved = bytes_moved(fd);
       if (!moved) continue;
       const std::uint64_t delta = *moved - progress.moved;
@@ -325,8 +332,9 @@ std::size_t TcpServer::stop(Deadline grace) {
       WorkerState* worker = state.get();
       cutting.add();
       const bool posted = static_cast<bool>(tern::post(worker->index, [worker, &shut, &cutting] {
-        for (const auto& [fd, progress] : worker->open_streams) {
-          ::shutdown(fd, SHUT_RDWR);
+        for (std::size_t slot = 0; slot < worker->open_streams.size(); ++slot) {
+          if (!worker->open_streams[slot].open) continue;
+          ::shutdown(static_cast<int>(slot), SHUT_RDWR);
           shut.fetch_add(1, std::memory_order_relaxed);
         }
         cutting.done();
