@@ -76,6 +76,7 @@ std::unique_ptr<Channel::Impl> new_channel(ChannelOptions options) {
   impl->tls = impl->options.tls;
   if (!impl->options.bearer_token.empty())
     impl->authorization = "Bearer " + impl->options.bearer_token;
+  impl->authorizes = !impl->authorization.empty();
   return impl;
 }
 
@@ -278,12 +279,17 @@ detail::ClientConnection* wait_for_connection(Channel::Impl& impl, const ClientC
                   [&](const auto& endpoint) { return !is_excluded(excluded, endpoint.get()); })) {
     return wait_until_ready(impl, context, excluded, deadline, call, why);
   }
-  const Deadline give_up =
-      std::min(deadline, deadline_after(impl.options.reconnect.attempt_timeout));
+  // Set only once no connection is ready (most calls find one at once).
+  Deadline give_up = kNoDeadline;
+  bool give_up_set = false;
   for (;;) {
     if (detail::ClientConnection* c =
             detail::pick_connection(impl, context.call_key_hash(), excluded)) {
       return c;
+    }
+    if (!give_up_set) {
+      give_up = std::min(deadline, deadline_after(impl.options.reconnect.attempt_timeout));
+      give_up_set = true;
     }
     bool connecting = false;
     std::string last_error;
@@ -324,7 +330,7 @@ wire::Metadata& request_metadata() {
 
 void fill_request_metadata(wire::Metadata& metadata, const ClientContext& context,
                            std::string_view service, std::string_view method, Deadline deadline,
-                           const std::string& authorization) {
+                           const std::string* authorization) {
   metadata.Clear();
   metadata.set_service(service.data(), service.size());
   metadata.set_method(method.data(), method.size());
@@ -333,7 +339,7 @@ void fill_request_metadata(wire::Metadata& metadata, const ClientContext& contex
         std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count();
     metadata.set_timeout_us(left > 0 ? static_cast<std::uint64_t>(left) : 1);
   }
-  bool authorized = authorization.empty();
+  bool authorized = authorization == nullptr;
   for (const auto& [key, value] : context.metadata()) {
     wire::MetadataEntry* entry = metadata.add_entries();
     entry->set_key(key);
@@ -343,7 +349,7 @@ void fill_request_metadata(wire::Metadata& metadata, const ClientContext& contex
   if (!authorized) {
     wire::MetadataEntry* entry = metadata.add_entries();
     entry->set_key("authorization");
-    entry->set_value(authorization);
+    entry->set_value(*authorization);
   }
 }
 
@@ -389,7 +395,8 @@ bool send_attempt(Channel::Impl& impl, ClientContext& context, Attempt& attempt,
                   std::string_view method, const google::protobuf::MessageLite& request,
                   Deadline deadline) {
   wire::Metadata& metadata = request_metadata();
-  fill_request_metadata(metadata, context, service, method, deadline, impl.authorization);
+  fill_request_metadata(metadata, context, service, method, deadline,
+                        impl.authorizes ? &impl.authorization : nullptr);
   if (!connection.send(&attempt.call, detail::FrameType::request, metadata, request,
                        context.compression())) {
     return false;
@@ -416,7 +423,6 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
   std::vector<detail::Endpoint*> excluded;
   // A call that is not idempotent is sent again only when it never ran (refused or left unanswered
   // past a stopping server's goaway) or was never sent.
-  const unsigned attempts = 1 + impl.options.max_retries;
   bool unprocessed = false;
   const HedgingOptions& hedging = impl.options.hedging;
   // A hedged call sends a backup after `delay` (none while it is 0).
@@ -425,7 +431,8 @@ Status Channel::call_on(Impl& impl, ClientContext& context, std::string_view ser
                                              : std::chrono::nanoseconds(0);
   const bool hedged = delay.count() > 0;
   Status status;
-  for (unsigned attempt = 0; attempt < attempts; ++attempt) {
+  // The options are read only for a second attempt (most calls end after the first).
+  for (unsigned attempt = 0; attempt == 0 || attempt < 1 + impl.options.max_retries; ++attempt) {
     if (attempt > 0 && !context.idempotent() && !unprocessed) break;
     unprocessed = false;
     if (context.cancelled_ || (context.parent() != nullptr && context.parent()->cancelled())) {
@@ -613,7 +620,8 @@ Status Channel::notify(ClientContext& context, std::string_view service, std::st
     return status;
   }
   wire::Metadata& metadata = request_metadata();
-  fill_request_metadata(metadata, context, service, method, deadline, impl.authorization);
+  fill_request_metadata(metadata, context, service, method, deadline,
+                        impl.authorizes ? &impl.authorization : nullptr);
   if (!connection->send(nullptr, detail::FrameType::one_way, metadata, request,
                         context.compression())) {
     ++impl.stats.failed_calls;
@@ -634,7 +642,8 @@ StreamCall Channel::open_stream(ClientContext& context, std::string_view service
       impl, context, deadline, "the stream was cancelled before it opened", status);
   if (connection == nullptr) return StreamCall(std::move(status));
   wire::Metadata& metadata = request_metadata();
-  fill_request_metadata(metadata, context, service, method, deadline, impl.authorization);
+  fill_request_metadata(metadata, context, service, method, deadline,
+                        impl.authorizes ? &impl.authorization : nullptr);
   std::shared_ptr<detail::Stream> stream = connection->open_stream(metadata, deadline);
   if (!stream) {
     return StreamCall(

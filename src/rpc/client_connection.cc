@@ -33,8 +33,8 @@ bool Endpoint::connecting() const noexcept {
 }
 
 ClientConnection::ClientConnection(Channel::Impl& channel, Endpoint& endpoint, std::size_t index)
-    : channel_(channel),
-      endpoint_(endpoint),
+    : endpoint_(endpoint),
+      channel_(channel),
       input_(stream_, channel.limits, channel.options.frame_read_timeout),
       random_(std::hash<std::string>{}(endpoint.name) ^ (0x9e3779b97f4a7c15ull * (index + 1))) {}
 

@@ -43,9 +43,14 @@ struct PendingCall {
   Event* also = nullptr;     // set too when the call finishes (a hedged call waits on two calls)
 };
 
-// A server a channel talks to, with its pool of connections.
-struct Endpoint {
+// A server a channel talks to, with its pool of connections. What every call touches (the
+// name a context reports, the load counters) comes first, on one cache line: with thousands of
+// channels an endpoint is rarely in cache when its next call comes.
+struct alignas(64) Endpoint {
   std::string name;  // "127.0.0.1:5000"
+  // Load and outcome of the calls sent to it (ChannelOptions::breaker, least_loaded).
+  std::uint32_t in_flight = 0;
+  std::uint64_t calls = 0;
   net::Address address;
   std::vector<std::unique_ptr<ClientConnection>> connections;
   std::size_t next = 0;  // round robin over the pool
@@ -53,10 +58,7 @@ struct Endpoint {
   std::string zone;
   MetadataEntries metadata;
   std::string server_name;  // its target's host: the name a TLS server's certificate must carry
-  // Load and outcome of the calls sent to it (ChannelOptions::breaker, least_loaded).
-  std::uint32_t in_flight = 0;
   double latency_ewma_ms = 0;
-  std::uint64_t calls = 0;
   Breaker breaker;
   // Active health checks (ChannelOptions::health_check).
   bool healthy = true;
@@ -74,18 +76,23 @@ struct Endpoint {
 
 namespace tern::rpc {
 
-// What a Channel's connections and calls share. Fibers of the channel's worker.
-struct Channel::Impl {
+// What a Channel's connections and calls share. Fibers of the channel's worker. What every call
+// reads or counts comes first, on one cache line: with thousands of channels a channel is rarely
+// in cache when its next call comes.
+struct alignas(64) Channel::Impl {
+  std::vector<std::unique_ptr<detail::Endpoint>> endpoints;
+  // The channel's connection when it has exactly one (one endpoint, a pool of one): calls pick
+  // it without walking the endpoint list.
+  detail::ClientConnection* only_connection = nullptr;
+  bool closing = false;
+  bool authorizes = false;  // authorization is set
+  ChannelStats stats;       // its first counters share that line
   ChannelOptions options;
   detail::Limits limits;
   tls::TlsContext tls;        // a client context when the connections speak TLS
   std::string authorization;  // "Bearer <ChannelOptions::bearer_token>", or empty
-  std::vector<std::unique_ptr<detail::Endpoint>> endpoints;
   std::vector<std::pair<std::uint64_t, std::size_t>> ring;  // consistent hash: point, endpoint
   std::size_t next_endpoint = 0;
-  // The channel's connection when it has exactly one (one endpoint, a pool of one): calls pick
-  // it without walking the endpoint list.
-  detail::ClientConnection* only_connection = nullptr;
   Event state_changed;  // set whenever a connection becomes ready or fails
   // The events of wait-for-ready calls waiting for a connection; each is set, like
   // state_changed, whenever a connection changes state (ClientContext::set_wait_for_ready).
@@ -97,13 +104,11 @@ struct Channel::Impl {
   Fiber naming;
   Fiber reaper;
   Event retired_changed;
-  ChannelStats stats;
   detail::RetryBudget retry_budget;
   detail::LatencyWindow latencies;               // of successful attempts, for hedging's percentile
   std::uint64_t random = 0x9e3779b97f4a7c15ull;  // least_loaded's choice of two
   std::uint64_t status_id = 0;                   // its number in /status (0: not listed)
   Clock::time_point status_published{};
-  bool closing = false;
   std::size_t owner_worker = 0;
 };
 
@@ -176,35 +181,37 @@ class ClientConnection final : public StreamPort, WriterStarter {
   bool in_manager() const noexcept;
   std::chrono::milliseconds jittered(std::chrono::milliseconds backoff) noexcept;
 
-  Channel::Impl& channel_;
-  Endpoint& endpoint_;
+  // What every call reads or writes comes first, on one cache line (after the two vtable
+  // pointers): with thousands of connections a connection is rarely in cache.
   State state_ = State::connecting;
-  Transport stream_;
+  bool serving_ = false;
+  bool closing_ = false;
   std::unique_ptr<FrameWriter> writer_;  // of the current connection
-  WaitGroup writer_fibers_;              // the writer's fiber while it runs (and one ending)
-  FrameReader input_;                    // reads stream_ (declared after it)
+  PendingCalls pending_;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t frames_received_ = 0;  // on the current connection
+  Endpoint& endpoint_;
+  Channel::Impl& channel_;
+  Transport stream_;
+  FrameReader input_;  // reads stream_ (declared after it)
   wire::Metadata metadata_;
   // The largest decompression buffer kept between frames.
   static constexpr std::size_t kScratchKept = 256u << 10;
 
   std::string scratch_;
-  PendingCalls pending_;
+  WaitGroup writer_fibers_;  // the writer's fiber while it runs (and one ending)
   std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> streams_;  // open streams by id
-  std::uint64_t next_id_ = 1;
   // After the server's goaway for a stop: the last call it took; it runs none after it.
   std::optional<std::uint64_t> goaway_last_id_;
-  std::uint64_t pings_sent_ = 0;       // on the current connection
-  std::uint64_t last_pong_ = 0;        // the highest ping id answered on it
-  Event pong_;                         // set on every pong (health checks wait on it)
-  std::uint64_t frames_received_ = 0;  // on the current connection
+  std::uint64_t pings_sent_ = 0;  // on the current connection
+  std::uint64_t last_pong_ = 0;   // the highest ping id answered on it
+  Event pong_;                    // set on every pong (health checks wait on it)
   std::string last_error_;
   std::string dropped_because_;  // why this side dropped the current connection, if it did
   std::uint64_t random_;
   Fiber manager_;
   std::uint64_t manager_id_ = 0;
   bool oversized_push_logged_ = false;  // on the current connection
-  bool serving_ = false;
-  bool closing_ = false;
 };
 
 }  // namespace tern::rpc::detail
