@@ -97,11 +97,6 @@ bool parks_off_stack() noexcept {
   return scheduler != nullptr && scheduler->running()->on_shared_stack;
 }
 
-Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_size,
-                               std::size_t entry_align) {
-  return current_scheduler_or_die("tern::spawn")->create_fiber(options, entry_size, entry_align);
-}
-
 void spawn_failed(const FiberOptions& options, std::error_code error) noexcept {
   TERN_FATAL("tern::spawn: cannot map a stack of {} bytes for fiber \"{}\": {}",
              stack_size_for(options.stack_size), options.name, error.message());
@@ -113,9 +108,8 @@ void start_spawned_first(bool on) noexcept {
   current_scheduler_or_die("tern::detail::start_spawned_first")->start_spawned_first(on);
 }
 
-Fiber start_fiber(FiberControl* fiber, FiberEntry* entry) noexcept {
+void start_fiber(FiberControl* fiber, FiberEntry* entry) noexcept {
   fiber->scheduler->start_fiber(fiber, entry, true);
-  return Fiber(fiber);
 }
 
 }  // namespace detail
@@ -152,7 +146,25 @@ void Fiber::check_owner([[maybe_unused]] const char* operation) const {
 
 void Fiber::join() {
   check_owner("join");
-  (void)join_until(kNoDeadline, false);
+  detail::FiberControl* target = control_;
+  if (target->state != detail::FiberState::finished) {
+    detail::Scheduler* scheduler = detail::current_scheduler_or_die("tern::Fiber::join");
+    detail::FiberControl* self = scheduler->running();
+    TERN_ASSERT(self != target, "a fiber cannot join itself");
+    if (self->on_shared_stack) [[unlikely]] {
+      (void)join_until(kNoDeadline, false);  // its waiter cannot live on its stack
+      return;
+    }
+    // Only the target's finish ends this wait (no deadline, no interrupt): the waiter is always
+    // fired when it returns, and the wait needs none of wait()'s bookkeeping.
+    detail::Waiter waiter;
+    waiter.fiber = self;
+    target->joiner = &waiter;
+    scheduler->wait_for_join(self);
+    target->joiner = nullptr;
+  }
+  control_ = nullptr;
+  target->scheduler->release(target);
 }
 
 Result<void> Fiber::join_until(Deadline deadline) {

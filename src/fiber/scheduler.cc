@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "context_frame.h"
 #include "debug_checks.h"
 #include "runtime_state.h"
 #include "stack_overflow.h"
@@ -33,9 +34,6 @@ prof::Counter idle_polls_cut(
     "fiber.idle_polls_cut",
     "Idle polls a worker ended early or never began, sleeping instead, because other runnable "
     "threads wanted every CPU");
-
-// A wake's result, copied rather than built: std::error_code() calls system_category().
-const std::error_code kNoError{};
 
 // A wait whose deadline is this long or more after its start leaves its timer in the heap, when
 // something else ends it, for the fiber's next wait (Scheduler::settle_timer): one stale firing at
@@ -288,7 +286,9 @@ inline FiberControl* Scheduler::take_spare_fiber(std::size_t stack_request) noex
   fiber->claim.store(0, std::memory_order_relaxed);
   fiber->interrupt_requested = false;
   fiber->joiner = nullptr;
+#if TERN_ASAN || TERN_TSAN
   fiber->sanitizer = SanitizerContext{};  // ASan: the fake stack of its last park
+#endif
   return fiber;
 }
 
@@ -302,10 +302,55 @@ void Scheduler::release_spare_fibers() noexcept {
   spare_count_ = 0;
 }
 
+namespace {
+
+// create_fiber off a worker fiber: ends the program, saying so.
+[[gnu::cold, gnu::noinline]] Result<FiberSlot> create_fiber_outside_fiber() {
+  (void)current_scheduler_or_die("tern::spawn");
+  return fail(std::errc::operation_not_permitted);  // not reached
+}
+
+}  // namespace
+
+Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_size,
+                               std::size_t entry_align) {
+  Scheduler* scheduler = Scheduler::current();
+  // Reached by jumps, like create_fiber's slow path: the common spawn then makes no call and
+  // saves no register.
+  if (scheduler == nullptr || scheduler->running()->is_main) [[unlikely]]
+    return create_fiber_outside_fiber();
+  return scheduler->create_fiber(options, entry_size, entry_align);
+}
+
 Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
                                           std::size_t entry_align) {
+  // The common spawn, done here without a call: no finished fiber to free first, a spare fiber
+  // with the stack size asked for at the head of the list, ids left in this worker's block, no
+  // name to copy, and an entry that surely fits (a stack has 16 KiB at least: see
+  // stack_size_for). Anything else takes the general path.
+  constexpr std::size_t kSmallEntry = 1024;
+  FiberControl* fiber = spare_fibers_;
+  if (finished_ != nullptr || fiber == nullptr || fiber->stack_request != options.stack_size ||
+      options.stack_mode == StackMode::shared || next_id_ == last_id_ || !options.name.empty() ||
+      entry_size > kSmallEntry || entry_align > kSmallEntry) [[unlikely]]
+    return create_fiber_slow(options, entry_size, entry_align);
+  static_assert(sizeof(FiberControl) + 64 + 2 * kSmallEntry < 16 * 1024 / 2);
+  take_spare_fiber(options.stack_size);
+  fiber->id = next_id_++;
+  fiber->name[0] = '\0';  // a spare fiber's block holds its last name
+  const auto entry_at = align_down(reinterpret_cast<std::uintptr_t>(fiber) - entry_size,
+                                   std::max<std::size_t>(entry_align, 16));
+  const Stack& stack = fiber->stack;
+  fiber->context = new_context(stack.base, entry_at - reinterpret_cast<std::uintptr_t>(stack.base),
+                               &Scheduler::fiber_main);
+  sanitizer_create(fiber->sanitizer, stack.base, stack.size);
+  return FiberSlot{fiber, reinterpret_cast<void*>(entry_at)};
+}
+
+Result<FiberSlot> Scheduler::create_fiber_slow(const FiberOptions& options, std::size_t entry_size,
+                                               std::size_t entry_align) {
   free_finished();  // its stack is the warmest one to reuse
-  if (options.stack_mode == StackMode::shared) [[unlikely]]
+  if (options.stack_mode == StackMode::shared)
     return create_shared_fiber(options, entry_size, entry_align);
   // The control block sits at the top of the stack, the entry right below it.
   FiberControl* fiber = take_spare_fiber(options.stack_size);
@@ -320,6 +365,11 @@ Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size
     fiber->stack = *stack;
     fiber->stack_request = options.stack_size;
   }
+  return prepare_fiber(fiber, options, entry_size, entry_align);
+}
+
+inline FiberSlot Scheduler::prepare_fiber(FiberControl* fiber, const FiberOptions& options,
+                                          std::size_t entry_size, std::size_t entry_align) {
   const Stack& stack = fiber->stack;
   const auto base = reinterpret_cast<std::uintptr_t>(stack.base);
   const auto entry_at = align_down(reinterpret_cast<std::uintptr_t>(fiber) - entry_size,
@@ -327,30 +377,20 @@ Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size
   TERN_ASSERT(entry_at > base + stack.size / 2,
               "tern::spawn: the callable is larger than half the fiber's stack");
   name_new_fiber(*fiber, options);
-  fiber->context = make_context(stack.base, entry_at - base, &Scheduler::fiber_main);
+  fiber->context = new_context(stack.base, entry_at - base, &Scheduler::fiber_main);
   sanitizer_create(fiber->sanitizer, stack.base, stack.size);
   return FiberSlot{fiber, reinterpret_cast<void*>(entry_at)};
 }
 
-void Scheduler::abandon_fiber(FiberControl* fiber) noexcept {
-  if (fiber->on_shared_stack) [[unlikely]] {
+void Scheduler::drop_fiber(FiberControl* fiber) noexcept {
+  if (fiber->on_shared_stack) {
     free_shared_fiber(fiber);
     return;
   }
   sanitizer_destroy(fiber->sanitizer);
-  if (spare_count_ < kMaxSpareFibers) {  // kept whole: the next spawn reuses it as it is
-    fiber->run_next = spare_fibers_;
-    spare_fibers_ = fiber;
-    ++spare_count_;
-    return;
-  }
   const Stack stack = fiber->stack;
   fiber->~FiberControl();
   stacks_.give(stack);
-}
-
-void Scheduler::release(FiberControl* fiber) noexcept {
-  if (--fiber->refs == 0) abandon_fiber(fiber);
 }
 
 void Scheduler::fiber_main(void* from) {
@@ -358,14 +398,12 @@ void Scheduler::fiber_main(void* from) {
   FiberControl* self = self_scheduler->running_;
   sanitizer_after_switch(self->sanitizer, static_cast<FiberControl*>(from)->sanitizer);
   try {
-    self->entry->run();
+    self->entry->run_then_destroy();
   } catch (const std::exception& e) {
     TERN_FATAL("fiber '{}' (id {}) ended with an exception: {}", self->name, self->id, e.what());
   } catch (...) {
     TERN_FATAL("fiber '{}' (id {}) ended with an exception", self->name, self->id);
   }
-  self->entry->~FiberEntry();
-  self->entry = nullptr;
   if (self->locals != nullptr) destroy_fiber_locals(self);
   // A jump (sibling call), like finish_running's own exit: the fiber ends with no call
   // outstanding, so the return-stack predictor holds what it held when the fiber started.
@@ -425,8 +463,7 @@ FiberControl* Scheduler::claim_joiner(Waiter& joiner) noexcept {
   FiberControl* fiber = joiner.fiber;
   if (fiber->claim.load(std::memory_order_relaxed) != 0) return nullptr;
   fiber->claim.store(1, std::memory_order_relaxed);
-  joiner.fired = true;
-  fiber->wake_result = kNoError;
+  joiner.fired = true;  // a joiner reads no wake_result when its waiter fired
   fiber->state = FiberState::ready;
   return fiber;
 }

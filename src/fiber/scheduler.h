@@ -80,16 +80,22 @@ class Scheduler {
   Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_size,
                                  std::size_t entry_align);
   void start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinable) noexcept;
+  // Frees a fiber that never runs again: kept whole for the next spawn while there is room.
   void abandon_fiber(FiberControl* fiber) noexcept;
   // tern::detail::start_spawned_first (tern/fiber/detail/run_next.h).
   void start_spawned_first(bool on) noexcept { spawned_first_ = on; }
   // Drops one reference; a finished fiber with none left gives its stack back.
-  void release(FiberControl* fiber) noexcept;
+  void release(FiberControl* fiber) noexcept {
+    if (--fiber->refs == 0) abandon_fiber(fiber);
+  }
 
   // Waiting (owner thread, from the waiting fiber). yield from the worker's main context ends
   // the program (see switch_budget_).
   void yield() noexcept;
   std::error_code wait(FiberControl* self, Deadline deadline, bool interruptible);
+  // Parks self, which is not on the shared stack, until the fiber it joins finishes and
+  // finish_running wakes it (nothing else ends this wait): Fiber::join's own wait.
+  void wait_for_join(FiberControl* self) noexcept;
   // wait() until `limit`, fixing it (tern::detail::wait's WaitLimit form).
   std::error_code wait(FiberControl* self, WaitLimit& limit, bool interruptible);
   void interrupt(FiberControl* fiber) noexcept;
@@ -120,6 +126,15 @@ class Scheduler {
   void switch_plain(FiberControl* prev, FiberControl* next) noexcept;
   // Gives a fiber being created its id (from this worker's block of ids) and its name.
   void name_new_fiber(FiberControl& fiber, const FiberOptions& options);
+  // create_fiber for every case but the common one (see create_fiber).
+  [[gnu::noinline]] Result<FiberSlot> create_fiber_slow(const FiberOptions& options,
+                                                        std::size_t entry_size,
+                                                        std::size_t entry_align);
+  // The rest of create_fiber for a fiber with its stack: id, name, first frame and entry room.
+  FiberSlot prepare_fiber(FiberControl* fiber, const FiberOptions& options, std::size_t entry_size,
+                          std::size_t entry_align);
+  // abandon_fiber for a shared-stack fiber or with the spare list full.
+  [[gnu::noinline]] void drop_fiber(FiberControl* fiber) noexcept;
   // Shared stacks (scheduler_shared.cc).
   Result<FiberSlot> create_shared_fiber(const FiberOptions& options, std::size_t entry_size,
                                         std::size_t entry_align);
@@ -325,6 +340,24 @@ inline void Scheduler::yield() noexcept {
   }
   if (run_queue_.empty()) return;  // nobody else is ready: go on running
   switch_plain(self, run_queue_.rotate(self));
+}
+
+inline void Scheduler::wait_for_join(FiberControl* self) noexcept {
+  check_can_park(self);
+  self->claim.store(0, std::memory_order_release);  // detail::begin_wait
+  self->state = FiberState::waiting;
+  suspend();
+}
+
+inline void Scheduler::abandon_fiber(FiberControl* fiber) noexcept {
+  if (fiber->on_shared_stack || spare_count_ >= kMaxSpareFibers) [[unlikely]] {
+    drop_fiber(fiber);
+    return;
+  }
+  sanitizer_destroy(fiber->sanitizer);
+  fiber->run_next = spare_fibers_;
+  spare_fibers_ = fiber;
+  ++spare_count_;
 }
 
 // Inline: a spawn's way from tern::spawn to the run queue is then one call.

@@ -22,8 +22,12 @@ struct FiberControl;
 // The type-erased callable a fiber runs; constructed in the fiber's own stack memory.
 class FiberEntry {
  public:
-  virtual void run() = 0;
-  virtual ~FiberEntry() = default;
+  // Calls the callable, then destroys the entry (one virtual call per fiber, not two). An
+  // exception from the callable leaves the entry undestroyed (the fiber then ends the program).
+  virtual void run_then_destroy() = 0;
+
+ protected:
+  ~FiberEntry() = default;
 };
 
 template <typename Fn>
@@ -31,7 +35,10 @@ class FiberEntryOf final : public FiberEntry {
  public:
   template <typename F>
   explicit FiberEntryOf(F&& fn) : fn_(std::forward<F>(fn)) {}
-  void run() override { fn_(); }
+  void run_then_destroy() override {
+    fn_();
+    this->~FiberEntryOf();
+  }
 
  private:
   Fn fn_;
@@ -53,8 +60,10 @@ struct FiberSlot {
 [[noreturn]] void spawn_failed(const FiberOptions& options, std::error_code error) noexcept;
 // Frees a fiber made by create_fiber whose entry could not be constructed. Worker fibers only.
 void abandon_fiber(FiberControl* fiber) noexcept;
-// Queues a made fiber to run `entry` and returns its handle. Worker fibers only.
-Fiber start_fiber(FiberControl* fiber, FiberEntry* entry) noexcept;
+// Queues a made fiber to run `entry`; its handle is then adopt_fiber(fiber). Worker fibers only.
+void start_fiber(FiberControl* fiber, FiberEntry* entry) noexcept;
+// The joinable handle of a fiber start_fiber queued. Worker fibers only.
+inline Fiber adopt_fiber(FiberControl* fiber) noexcept;
 
 }  // namespace detail
 
@@ -91,7 +100,7 @@ class Fiber {
   std::uint64_t id() const;
 
  private:
-  friend Fiber detail::start_fiber(detail::FiberControl*, detail::FiberEntry*) noexcept;
+  friend Fiber detail::adopt_fiber(detail::FiberControl*) noexcept;
   explicit Fiber(detail::FiberControl* control) noexcept : control_(control) {}
   void check_owner(const char* operation) const;
   [[noreturn]] void destroyed_while_joinable() const noexcept;
@@ -105,8 +114,11 @@ class Fiber {
 // stack can be mapped; fn is then not run (nor moved from when passed as an lvalue). An
 // exception thrown by fn's copy or move propagates. Worker fibers only (use Runtime::run or
 // Runtime::post to get onto a worker).
+inline Fiber detail::adopt_fiber(detail::FiberControl* fiber) noexcept { return Fiber(fiber); }
+
 template <typename Fn>
-[[nodiscard]] Result<Fiber> try_spawn(Fn&& fn, const FiberOptions& options = {}) {
+[[nodiscard]] Result<Fiber> try_spawn(Fn&& fn,
+                                      const FiberOptions& options = detail::kDefaultFiberOptions) {
   using Entry = detail::FiberEntryOf<std::decay_t<Fn>>;
   static_assert(std::is_invocable_v<std::decay_t<Fn>&>,
                 "spawn needs a callable taking no arguments");
@@ -120,13 +132,14 @@ template <typename Fn>
     detail::abandon_fiber(slot->fiber);
     throw;
   }
-  return detail::start_fiber(slot->fiber, entry);
+  detail::start_fiber(slot->fiber, entry);
+  return detail::adopt_fiber(slot->fiber);
 }
 
 // Like try_spawn, for fibers the program cannot do without: if no stack can be mapped it ends
 // the program (TERN_FATAL) with a message naming the fiber and the error. Worker fibers only.
 template <typename Fn>
-[[nodiscard]] Fiber spawn(Fn&& fn, const FiberOptions& options = {}) {
+[[nodiscard]] Fiber spawn(Fn&& fn, const FiberOptions& options = detail::kDefaultFiberOptions) {
   Result<Fiber> fiber = try_spawn(std::forward<Fn>(fn), options);
   if (!fiber) detail::spawn_failed(options, fiber.error());
   return std::move(*fiber);

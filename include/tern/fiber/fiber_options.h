@@ -28,4 +28,11 @@ struct FiberOptions {
   StackMode stack_mode = StackMode::own;
 };
 
+namespace detail {
+
+// The options of a spawn that names none (one object, not a temporary built per spawn).
+inline constexpr FiberOptions kDefaultFiberOptions{};
+
+}  // namespace detail
+
 }  // namespace tern

@@ -50,8 +50,14 @@ struct SanitizerContext {
 
 // Sets up the context of the stack [bottom, bottom + size) before its first switch. Any thread.
 inline void sanitizer_create(SanitizerContext& ctx, const void* bottom, std::size_t size) {
+#if TERN_ASAN
   ctx.stack_bottom = bottom;
   ctx.stack_size = size;
+#else
+  (void)ctx;
+  (void)bottom;
+  (void)size;
+#endif
 #if TERN_TSAN
   ctx.tsan_fiber = __tsan_create_fiber(0);
 #endif
