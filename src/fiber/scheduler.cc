@@ -305,15 +305,15 @@ void Scheduler::release_spare_fibers() noexcept {
 namespace {
 
 // create_fiber off a worker fiber: ends the program, saying so.
-[[gnu::cold, gnu::noinline]] Result<FiberSlot> create_fiber_outside_fiber() {
+[[gnu::cold, gnu::noinline]] FiberSlot create_fiber_outside_fiber() {
   (void)current_scheduler_or_die("tern::spawn");
-  return fail(std::errc::operation_not_permitted);  // not reached
+  return FiberSlot{nullptr, nullptr};  // not reached
 }
 
 }  // namespace
 
-Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_size,
-                               std::size_t entry_align) {
+FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
+                       std::size_t entry_align) {
   Scheduler* scheduler = Scheduler::current();
   // Reached by jumps, like create_fiber's slow path: the common spawn then makes no call and
   // saves no register.
@@ -322,8 +322,10 @@ Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_si
   return scheduler->create_fiber(options, entry_size, entry_align);
 }
 
-Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
-                                          std::size_t entry_align) {
+std::error_code create_failure() noexcept { return Scheduler::current()->create_error(); }
+
+FiberSlot Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
+                                  std::size_t entry_align) {
   // The common spawn, done here without a call: no finished fiber to free first, a spare fiber
   // with the stack size asked for at the head of the list, ids left in this worker's block, no
   // name to copy, and an entry that surely fits (a stack has 16 KiB at least: see
@@ -347,16 +349,23 @@ Result<FiberSlot> Scheduler::create_fiber(const FiberOptions& options, std::size
   return FiberSlot{fiber, reinterpret_cast<void*>(entry_at)};
 }
 
-Result<FiberSlot> Scheduler::create_fiber_slow(const FiberOptions& options, std::size_t entry_size,
-                                               std::size_t entry_align) {
+FiberSlot Scheduler::create_fiber_slow(const FiberOptions& options, std::size_t entry_size,
+                                       std::size_t entry_align) {
   free_finished();  // its stack is the warmest one to reuse
-  if (options.stack_mode == StackMode::shared)
-    return create_shared_fiber(options, entry_size, entry_align);
+  if (options.stack_mode == StackMode::shared) {
+    Result<FiberSlot> slot = create_shared_fiber(options, entry_size, entry_align);
+    if (slot) return *slot;
+    create_error_ = slot.error();
+    return FiberSlot{nullptr, nullptr};
+  }
   // The control block sits at the top of the stack, the entry right below it.
   FiberControl* fiber = take_spare_fiber(options.stack_size);
   if (fiber == nullptr) {
     Result<Stack> stack = stacks_.take(options.stack_size);
-    if (!stack) return fail(stack.error());
+    if (!stack) {
+      create_error_ = stack.error();
+      return FiberSlot{nullptr, nullptr};
+    }
     const auto top = reinterpret_cast<std::uintptr_t>(stack->base) + stack->size;
     const auto control_at = align_down(top - sizeof(FiberControl),
                                        alignof(FiberControl) > 64 ? alignof(FiberControl) : 64);
@@ -695,9 +704,9 @@ std::size_t Scheduler::take_remote_work() {
       using Entry = FiberEntryOf<decltype(run_task)>;
       const FiberOptions options{.name = "posted"};
       // Posted work always runs once accepted: without a stack for it the program cannot go on.
-      Result<FiberSlot> slot = create_fiber(options, sizeof(Entry), alignof(Entry));
-      if (!slot) spawn_failed(options, slot.error());
-      start_fiber(slot->fiber, ::new (slot->entry_storage) Entry(std::move(run_task)), false);
+      const FiberSlot slot = create_fiber(options, sizeof(Entry), alignof(Entry));
+      if (slot.fiber == nullptr) spawn_failed(options, create_error_);
+      start_fiber(slot.fiber, ::new (slot.entry_storage) Entry(std::move(run_task)), false);
       ++taken;
     }
   });

@@ -77,8 +77,11 @@ class Scheduler {
   void configure(const LoopSettings& settings) noexcept { settings_ = settings; }
 
   // Fiber life cycle (owner thread).
-  Result<FiberSlot> create_fiber(const FiberOptions& options, std::size_t entry_size,
-                                 std::size_t entry_align);
+  // detail::create_fiber's work (a null fiber on failure, create_error() says why).
+  FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
+                         std::size_t entry_align);
+  // Why the last create_fiber failed.
+  std::error_code create_error() const noexcept { return create_error_; }
   void start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinable) noexcept;
   // Frees a fiber that never runs again: kept whole for the next spawn while there is room.
   void abandon_fiber(FiberControl* fiber) noexcept;
@@ -127,9 +130,8 @@ class Scheduler {
   // Gives a fiber being created its id (from this worker's block of ids) and its name.
   void name_new_fiber(FiberControl& fiber, const FiberOptions& options);
   // create_fiber for every case but the common one (see create_fiber).
-  [[gnu::noinline]] Result<FiberSlot> create_fiber_slow(const FiberOptions& options,
-                                                        std::size_t entry_size,
-                                                        std::size_t entry_align);
+  [[gnu::noinline]] FiberSlot create_fiber_slow(const FiberOptions& options, std::size_t entry_size,
+                                                std::size_t entry_align);
   // The rest of create_fiber for a fiber with its stack: id, name, first frame and entry room.
   FiberSlot prepare_fiber(FiberControl* fiber, const FiberOptions& options, std::size_t entry_size,
                           std::size_t entry_align);
@@ -258,6 +260,7 @@ class Scheduler {
   std::size_t kept_timers_ = 0;  // nodes in timers_ kept after their wait ended (timer_kept)
   StackPool stacks_;
   FiberControl* spare_fibers_ = nullptr;  // linked through run_next, the latest first
+  std::error_code create_error_;          // see create_error()
   std::uint32_t spare_count_ = 0;
   SharedStack shared_stack_;
   // The context that copies frames off and onto the shared stack between two of its fibers.
