@@ -157,7 +157,7 @@ void Fiber::join() {
     }
     // Only the target's finish ends this wait (no deadline, no interrupt): the waiter is always
     // fired when it returns, and the wait needs none of wait()'s bookkeeping.
-    detail::Waiter waiter;
+    detail::JoinWaiter waiter;
     waiter.fiber = self;
     target->joiner = &waiter;
     scheduler->wait_for_join(self);
@@ -177,7 +177,7 @@ Result<void> Fiber::join_until(Deadline deadline, bool interruptible) {
   if (target->state != detail::FiberState::finished) {
     detail::FiberControl* self = detail::current_fiber("tern::Fiber::join");
     TERN_ASSERT(self != target, "a fiber cannot join itself");
-    const detail::ParkedNode<detail::Waiter> waiter(self->on_shared_stack);
+    const detail::ParkedNode<detail::JoinWaiter> waiter(self->on_shared_stack);
     waiter->fiber = self;
     detail::begin_wait(self);
     target->joiner = waiter.get();

@@ -23,6 +23,15 @@ class Scheduler;
 // state (a waker sets `ready` when it queues a waiting fiber).
 enum class FiberState : std::uint8_t { ready, waiting, finished };
 
+struct FiberControl;
+
+// A fiber waiting in join, as the fiber it joins sees it: on the joiner's stack (the heap for a
+// shared-stack joiner). Owner worker only.
+struct JoinWaiter {
+  FiberControl* fiber = nullptr;
+  bool fired = false;  // finish_running claimed the joiner (else a deadline or interrupt did)
+};
+
 // Values of a fiber's fiber-local storage: (value, destroy) per key.
 using FiberLocals = std::vector<std::pair<void*, void (*)(void*)>>;
 
@@ -52,7 +61,7 @@ struct FiberControl {
   std::uint32_t refs = 0;  // the running fiber holds one, a joinable handle another
   std::uint64_t id = 0;
   FiberEntry* entry = nullptr;
-  Waiter* joiner = nullptr;
+  JoinWaiter* joiner = nullptr;
   FiberLocals* locals = nullptr;
   Stack stack;                       // own stack, or the worker's shared stack (not owned)
   std::size_t stack_request = 0;     // the stack size spawn asked for (FiberOptions::stack_size)

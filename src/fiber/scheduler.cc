@@ -315,27 +315,46 @@ namespace {
 FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
                        std::size_t entry_align) {
   Scheduler* scheduler = Scheduler::current();
-  // Reached by jumps, like create_fiber's slow path: the common spawn then makes no call and
-  // saves no register.
   if (scheduler == nullptr || scheduler->running()->is_main) [[unlikely]]
     return create_fiber_outside_fiber();
   return scheduler->create_fiber(options, entry_size, entry_align);
+}
+
+FiberSlot create_fiber_small(const FiberOptions& options, std::size_t entry_size,
+                             std::size_t entry_align) {
+  Scheduler* scheduler = Scheduler::current();
+  // Reached by jumps, like create_fiber_small's slow path: the common spawn then makes no call
+  // and saves no register.
+  if (scheduler == nullptr || scheduler->running()->is_main) [[unlikely]]
+    return create_fiber_outside_fiber();
+  return scheduler->create_fiber_small(options, entry_size, entry_align);
 }
 
 std::error_code create_failure() noexcept { return Scheduler::current()->create_error(); }
 
 FiberSlot Scheduler::create_fiber(const FiberOptions& options, std::size_t entry_size,
                                   std::size_t entry_align) {
-  // The common spawn, done here without a call: no finished fiber to free first, a spare fiber
-  // with the stack size asked for at the head of the list, ids left in this worker's block, no
-  // name to copy, and an entry that surely fits (a stack has 16 KiB at least: see
-  // stack_size_for). Anything else takes the general path.
-  constexpr std::size_t kSmallEntry = 1024;
-  FiberControl* fiber = spare_fibers_;
-  if (finished_ != nullptr || fiber == nullptr || fiber->stack_request != options.stack_size ||
-      options.stack_mode == StackMode::shared || next_id_ == last_id_ || !options.name.empty() ||
-      entry_size > kSmallEntry || entry_align > kSmallEntry) [[unlikely]]
+  if (entry_size > kSmallEntry || entry_align > kSmallEntry)
     return create_fiber_slow(options, entry_size, entry_align);
+  return create_fiber_small(options, entry_size, entry_align);
+}
+
+FiberSlot Scheduler::create_fiber_small(const FiberOptions& options, std::size_t entry_size,
+                                        std::size_t entry_align) {
+  // The common spawn, done here without a call: the last finished fiber (if any) kept as a
+  // spare, a spare fiber with the stack size asked for at the head of the list, ids left in
+  // this worker's block and no name to copy. Anything else takes the general path.
+  if (finished_ != nullptr) [[unlikely]] {  // its stack is the warmest one to reuse
+    if (!keep_spare(finished_)) return create_fiber_slow(options, entry_size, entry_align);
+    finished_ = nullptr;
+  }
+  FiberControl* fiber = spare_fibers_;
+  if (fiber == nullptr || fiber->stack_request != options.stack_size ||
+      options.stack_mode == StackMode::shared || next_id_ == last_id_ || !options.name.empty())
+      [[unlikely]]
+    return create_fiber_slow(options, entry_size, entry_align);
+  // The entry fits below the control block in the upper half of the smallest stack (16 KiB,
+  // stack_size_for), as prepare_fiber checks for larger ones.
   static_assert(sizeof(FiberControl) + 64 + 2 * kSmallEntry < 16 * 1024 / 2);
   take_spare_fiber(options.stack_size);
   fiber->id = next_id_++;
@@ -421,7 +440,29 @@ void Scheduler::fiber_main(void* from) {
 
 void Scheduler::finish_running() noexcept {
   FiberControl* self = running_;
+  // What takes a call (a kept timer to remove, shared stacks, a finished fiber that cannot be
+  // kept as a spare) goes the general way; the common end makes none and saves no register.
+  if (self->timer_kept || shared_stack_used_) [[unlikely]] {
+    finish_running_slow(self);
+    return;
+  }
+  if (finished_ != nullptr) [[unlikely]] {
+    if (!keep_spare(finished_)) {
+      finish_running_slow(self);
+      return;
+    }
+    finished_ = nullptr;
+  }
+  exit_plain(self, end_fiber(self));
+}
+
+void Scheduler::finish_running_slow(FiberControl* self) noexcept {
   drop_kept_timer(self);
+  free_finished();
+  exit_to(self, end_fiber(self));
+}
+
+inline FiberControl* Scheduler::end_fiber(FiberControl* self) noexcept {
   self->state = FiberState::finished;
   live_.remove(*self);
   alive_.store(alive_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
@@ -437,10 +478,9 @@ void Scheduler::finish_running() noexcept {
       }
     }
   }
-  free_finished();
   if (--self->refs == 0) finished_ = self;  // the running fiber's own reference
   if (next == nullptr) next = run_queue_.pop_front();
-  exit_to(self, next != nullptr ? next : &main_);
+  return next != nullptr ? next : &main_;
 }
 
 void Scheduler::exit_to(FiberControl* prev, FiberControl* next) noexcept {
@@ -448,12 +488,16 @@ void Scheduler::exit_to(FiberControl* prev, FiberControl* next) noexcept {
     switch_shared(prev, next);  // the copier drops prev; nothing resumes it
     return;
   }
+  exit_plain(prev, next);
+}
+
+inline void Scheduler::exit_plain(FiberControl* prev, FiberControl* next) noexcept {
 #if TERN_TSAN
   // ThreadSanitizer's instrumentation leaves each function with a call of __tsan_func_exit,
   // which a call in tail position runs before its jump: after sanitizer_before_switch, it would
   // pop a frame off `next`'s shadow stack (a fiber's, or the thread's own), which then runs dry.
-  // switch_from makes the annotation and the switch in one call that never returns here.
-  switch_from(prev, next);
+  // switch_plain makes the annotation and the switch in one call that never returns here.
+  switch_plain(prev, next);
 #else
 #if TERN_ASAN
   // The fiber's frames never return, so AddressSanitizer would keep their poisoned bytes (red
@@ -466,7 +510,7 @@ void Scheduler::exit_to(FiberControl* prev, FiberControl* next) noexcept {
 #endif
 }
 
-FiberControl* Scheduler::claim_joiner(Waiter& joiner) noexcept {
+FiberControl* Scheduler::claim_joiner(JoinWaiter& joiner) noexcept {
   // Only this worker can claim a fiber waiting in join (its handle is owner-only; its deadline
   // and interrupts fire here), so the claim needs no locked read-modify-write.
   FiberControl* fiber = joiner.fiber;

@@ -80,6 +80,9 @@ class Scheduler {
   // detail::create_fiber's work (a null fiber on failure, create_error() says why).
   FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
                          std::size_t entry_align);
+  // create_fiber for an entry of at most kSmallEntry bytes and alignment.
+  FiberSlot create_fiber_small(const FiberOptions& options, std::size_t entry_size,
+                               std::size_t entry_align);
   // Why the last create_fiber failed.
   std::error_code create_error() const noexcept { return create_error_; }
   void start_fiber(FiberControl* fiber, FiberEntry* entry, bool joinable) noexcept;
@@ -170,11 +173,21 @@ class Scheduler {
   // Ends the running fiber and resumes the next one; never returns (not [[noreturn]], so that
   // fiber_main reaches it by a jump: see exit_context.h).
   void finish_running() noexcept;
+  // finish_running with a kept timer to remove, a finished fiber to free by a call, or shared
+  // stacks on the worker.
+  [[gnu::noinline]] void finish_running_slow(FiberControl* self) noexcept;
+  // The bookkeeping of a fiber's end; returns the context to run next.
+  FiberControl* end_fiber(FiberControl* self) noexcept;
   // Leaves the finished fiber prev for next, from prev's stack, with nothing saved.
   void exit_to(FiberControl* prev, FiberControl* next) noexcept;
+  // exit_to for neither fiber on the shared stack.
+  void exit_plain(FiberControl* prev, FiberControl* next) noexcept;
+  // Keeps a fiber that never runs again whole on the spare list, when that takes no call (it
+  // is not a shared-stack fiber and the list has room); else returns false.
+  bool keep_spare(FiberControl* fiber) noexcept;
   // Claims the fiber joining the finishing one and returns it, ready to run, unless a deadline
   // or interrupt claimed it first (then nullptr).
-  FiberControl* claim_joiner(Waiter& joiner) noexcept;
+  FiberControl* claim_joiner(JoinWaiter& joiner) noexcept;
   void push_ready(FiberControl* fiber) noexcept { run_queue_.push_back(fiber); }
   // A finished fiber kept whole for the next spawn, or nullptr (see abandon_fiber).
   FiberControl* take_spare_fiber(std::size_t stack_request) noexcept;
@@ -352,15 +365,19 @@ inline void Scheduler::wait_for_join(FiberControl* self) noexcept {
   suspend();
 }
 
-inline void Scheduler::abandon_fiber(FiberControl* fiber) noexcept {
-  if (fiber->on_shared_stack || spare_count_ >= kMaxSpareFibers) [[unlikely]] {
-    drop_fiber(fiber);
-    return;
-  }
+inline bool Scheduler::keep_spare(FiberControl* fiber) noexcept {
+  if (fiber->on_shared_stack || spare_count_ >= kMaxSpareFibers) [[unlikely]]
+    return false;
   sanitizer_destroy(fiber->sanitizer);
   fiber->run_next = spare_fibers_;
   spare_fibers_ = fiber;
   ++spare_count_;
+  return true;
+}
+
+inline void Scheduler::abandon_fiber(FiberControl* fiber) noexcept {
+  if (!keep_spare(fiber)) [[unlikely]]
+    drop_fiber(fiber);
 }
 
 // Inline: a spawn's way from tern::spawn to the run queue is then one call.

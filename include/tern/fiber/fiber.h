@@ -63,6 +63,12 @@ struct FiberSlot {
 // Result would go through memory.) Worker fibers only.
 [[nodiscard]] FiberSlot create_fiber(const FiberOptions& options, std::size_t entry_size,
                                      std::size_t entry_align);
+// Entries up to this size and alignment fit every fiber's stack (one has 16 KiB at least).
+inline constexpr std::size_t kSmallEntry = 1024;
+// create_fiber for an entry of at most kSmallEntry bytes and alignment, which it need not check
+// against the stack. Worker fibers only.
+[[nodiscard]] FiberSlot create_fiber_small(const FiberOptions& options, std::size_t entry_size,
+                                           std::size_t entry_align);
 // Why the calling worker's last create_fiber failed. Worker fibers only.
 std::error_code create_failure() noexcept;
 // Ends the program through TERN_FATAL, saying which fiber's stack could not be mapped and why.
@@ -132,7 +138,11 @@ template <typename Fn>
   using Entry = detail::FiberEntryOf<std::decay_t<Fn>>;
   static_assert(std::is_invocable_v<std::decay_t<Fn>&>,
                 "spawn needs a callable taking no arguments");
-  const detail::FiberSlot slot = detail::create_fiber(options, sizeof(Entry), alignof(Entry));
+  constexpr bool small =
+      sizeof(Entry) <= detail::kSmallEntry && alignof(Entry) <= detail::kSmallEntry;
+  const detail::FiberSlot slot =
+      small ? detail::create_fiber_small(options, sizeof(Entry), alignof(Entry))
+            : detail::create_fiber(options, sizeof(Entry), alignof(Entry));
   if (slot.fiber == nullptr) [[unlikely]]
     return fail(detail::create_failure());
   Entry* entry;
