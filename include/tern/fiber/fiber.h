@@ -124,14 +124,14 @@ class Fiber {
   detail::FiberControl* control_ = nullptr;
 };
 
+inline Fiber detail::adopt_fiber(detail::FiberControl* fiber) noexcept { return Fiber(fiber); }
+
 // Starts a fiber running fn() on the current worker; it runs when the current fiber next
 // yields or waits. The callable is stored on the fiber's own stack: no heap allocation when a
 // pooled stack is free. Fails with the errno of the failed mmap/mprotect (e.g. ENOMEM) if no
 // stack can be mapped; fn is then not run (nor moved from when passed as an lvalue). An
 // exception thrown by fn's copy or move propagates. Worker fibers only (use Runtime::run or
 // Runtime::post to get onto a worker).
-inline Fiber detail::adopt_fiber(detail::FiberControl* fiber) noexcept { return Fiber(fiber); }
-
 template <typename Fn>
 [[nodiscard]] Result<Fiber> try_spawn(Fn&& fn,
                                       const FiberOptions& options = detail::kDefaultFiberOptions) {
