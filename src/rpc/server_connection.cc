@@ -371,6 +371,13 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
                                                          bool stream, ServerCall::Start& start,
                                                          std::span<const std::byte>& body) {
   const std::uint64_t id = frame.header.call_id;
+  // Ids are never reused on a connection: a second stream under an open stream's id could not be
+  // told apart from it, and nothing would end it when the connection closes.
+  if (stream && streams_.contains(id)) {
+    protocol_error(make_error_code(ProtocolErrc::unexpected_frame),
+                   fmt::format("stream open for stream {}, which is open already", id));
+    return Admission::close_connection;
+  }
   auto answer = [&](const Status& status) {
     if (stream) {
       wire::Metadata refusal;

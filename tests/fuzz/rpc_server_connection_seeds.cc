@@ -209,6 +209,13 @@ int main(int argc, char** argv) {
         .raw_frame(FrameType::stream_message, 9, 0, Connection::body("never opened"));
     seeds.push_back(reset.seed("rejected-stream_never_opened", kReadBack));
   }
+  // A second stream under the id of one still open: a protocol error, and the first stream ends
+  // with the connection.
+  seeds.push_back(Connection()
+                      .call(FrameType::stream_open, 1, kStreamMethod, "")
+                      .call(FrameType::stream_open, 1, kStreamMethod, "")
+                      .raw_frame(FrameType::stream_message, 1, 0, Connection::body("to which?"))
+                      .seed("rejected-stream_opened_twice", kReadBack));
   seeds.push_back(Connection()
                       .call(FrameType::stream_open, 1, kEchoMethod, "")
                       .call(FrameType::request, 2, kStreamMethod, "x")
