@@ -1,6 +1,7 @@
 #include "hedging.h"
 
 #include <algorithm>
+#include <array>
 
 namespace tern::rpc::detail {
 
@@ -17,8 +18,10 @@ void LatencyWindow::record(std::chrono::nanoseconds latency) noexcept {
 std::chrono::nanoseconds LatencyWindow::percentile(double percent) const {
   const std::size_t count = samples_.size();
   if (count < kMinSamples) return std::chrono::nanoseconds(-1);
-  std::vector<std::chrono::nanoseconds> sorted = samples_;
-  const auto end = sorted.end();
+  // A copy on the stack: the window is small and this runs once per hedgeable call.
+  std::array<std::chrono::nanoseconds, kSize> sorted;
+  std::copy(samples_.begin(), samples_.end(), sorted.begin());
+  const auto end = sorted.begin() + static_cast<std::ptrdiff_t>(count);
   const double clamped = std::clamp(percent, 0.0, 100.0);
   const auto rank = static_cast<std::size_t>(clamped / 100.0 * static_cast<double>(count - 1));
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(rank), end);

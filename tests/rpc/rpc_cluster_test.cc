@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,6 +18,7 @@
 
 #include "cluster_test.tern.h"
 #include "fake_server.h"
+#include "rpc/hedging.h"
 #include "rpc_fixture.h"
 #include "tern/fiber/fiber.h"
 #include "tern/fiber/runtime.h"
@@ -305,6 +307,43 @@ TEST(Hedging, ABackupAfterTheDelayWinsAndTheSlowRequestIsCancelled) {
     EXPECT_EQ(channel.stats().hedges, 1u);
     EXPECT_EQ(cluster.total_calls(), 6);
   });
+}
+
+TEST(Hedging, LatencyWindowGivesNoPercentileBeforeEnoughSamples) {
+  tern::rpc::detail::LatencyWindow window;
+  for (std::size_t i = 1; i < tern::rpc::detail::LatencyWindow::kMinSamples; ++i) {
+    window.record(std::chrono::milliseconds(i));
+  }
+  EXPECT_LT(window.percentile(50).count(), 0);
+  window.record(1ms);
+  EXPECT_GE(window.percentile(50).count(), 0);
+}
+
+TEST(Hedging, LatencyWindowPercentilesOfShuffledSamples) {
+  std::vector<std::chrono::nanoseconds> samples;
+  for (int ms = 1; ms <= 100; ++ms) samples.emplace_back(std::chrono::milliseconds(ms));
+  std::shuffle(samples.begin(), samples.end(), std::mt19937(7));
+  tern::rpc::detail::LatencyWindow window;
+  for (std::chrono::nanoseconds sample : samples) window.record(sample);
+  // The sample at rank percent × (count - 1), counted from the smallest.
+  EXPECT_EQ(window.percentile(0), 1ms);
+  EXPECT_EQ(window.percentile(50), 50ms);
+  EXPECT_EQ(window.percentile(95), 95ms);
+  EXPECT_EQ(window.percentile(100), 100ms);
+  EXPECT_EQ(window.percentile(250), 100ms) << "clamped to 100";
+  // Asking twice gives the same answer: the window itself is not reordered.
+  EXPECT_EQ(window.percentile(50), 50ms);
+}
+
+TEST(Hedging, LatencyWindowForgetsSamplesOlderThanItsSize) {
+  constexpr std::size_t kSize = tern::rpc::detail::LatencyWindow::kSize;
+  tern::rpc::detail::LatencyWindow window;
+  for (std::size_t i = 0; i < kSize; ++i) window.record(1s);
+  for (std::size_t i = 0; i < kSize - 1; ++i) window.record(2ms);
+  EXPECT_EQ(window.percentile(99), 2ms) << "one old sample left, above the 99th percentile";
+  EXPECT_EQ(window.percentile(100), 1s);
+  window.record(3ms);
+  EXPECT_EQ(window.percentile(100), 3ms) << "every sample of the first round replaced";
 }
 
 TEST(Hedging, APercentileDelayFollowsTheLatenciesSeen) {
