@@ -371,11 +371,14 @@ ServerConnection::Admission ServerConnection::admit_call(const RawFrame& frame, 
                                                          bool stream, ServerCall::Start& start,
                                                          std::span<const std::byte>& body) {
   const std::uint64_t id = frame.header.call_id;
-  // Ids are never reused on a connection: a second stream under an open stream's id could not be
-  // told apart from it, and nothing would end it when the connection closes.
-  if (stream && streams_.contains(id)) {
+  // Ids only grow on a connection: a stream under an id the connection took before could not be
+  // told apart from the earlier call, whose handler may still run after a reset and would end
+  // the new stream's bookkeeping with its own, leaving a handler that nothing ends.
+  if (stream && id <= last_call_id_) {
     protocol_error(make_error_code(ProtocolErrc::unexpected_frame),
-                   fmt::format("stream open for stream {}, which is open already", id));
+                   fmt::format("stream open for id {}, not above the last call id {} (ids are "
+                               "never reused)",
+                               id, last_call_id_));
     return Admission::close_connection;
   }
   auto answer = [&](const Status& status) {

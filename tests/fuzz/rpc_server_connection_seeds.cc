@@ -216,6 +216,18 @@ int main(int argc, char** argv) {
                       .call(FrameType::stream_open, 1, kStreamMethod, "")
                       .raw_frame(FrameType::stream_message, 1, 0, Connection::body("to which?"))
                       .seed("rejected-stream_opened_twice", kReadBack));
+  {
+    // A second stream under the id of one reset before its handler ran: a protocol error (ids
+    // are never reused), and the first stream's handler ends with the connection.
+    wire::Metadata why;
+    why.set_status(1);
+    why.set_status_message("the client gave up");
+    seeds.push_back(Connection()
+                        .call(FrameType::stream_open, 1, kStreamMethod, "")
+                        .frame(FrameType::stream_reset, 1, &why, "")
+                        .call(FrameType::stream_open, 1, kStreamMethod, "")
+                        .seed("rejected-stream_reopened_after_reset", kReadBack));
+  }
   seeds.push_back(Connection()
                       .call(FrameType::stream_open, 1, kEchoMethod, "")
                       .call(FrameType::request, 2, kStreamMethod, "x")

@@ -384,9 +384,19 @@ std::vector<Malformed> malformed_inputs() {
   const std::uint8_t request = static_cast<std::uint8_t>(FrameType::request);
   const wire::Metadata chat = call_metadata(fault::FaultBase::kServiceName, "Chat");
   const std::string open_chat = encode_frame(FrameType::stream_open, 1, &chat, "");
+  wire::Metadata why;
+  why.set_status(static_cast<std::uint32_t>(StatusCode::cancelled));
+  why.set_status_message("the client gave up");
+  const std::string reset_chat = encode_frame(FrameType::stream_reset, 1, &why, "");
   return {
       // A second stream under the id of one still open.
       {"StreamOpenedTwice", open_chat + open_chat, ProtocolErrc::unexpected_frame},
+      // A second stream under the id of one reset, whose handler has not ended yet.
+      {"StreamReopenedAfterReset", open_chat + reset_chat + open_chat,
+       ProtocolErrc::unexpected_frame},
+      // A stream under an id below one the connection took already.
+      {"StreamOpenBelowTheLastId", encode_frame(FrameType::stream_open, 2, &chat, "") + open_chat,
+       ProtocolErrc::unexpected_frame},
       {"Garbage", "GET / HTTP/1.1\r\nHost: tern.example\r\n\r\n", ProtocolErrc::bad_magic},
       {"WrongMagic", raw_header(0x54525044, 1, request, 0, 1, 0, 0), ProtocolErrc::bad_magic},
       {"Version0", raw_header(detail::kMagic, 0, request, 0, 1, 0, 0),
