@@ -54,6 +54,12 @@ Result<TcpListener> TcpListener::bind(const Address& address, const ListenOption
       if (Result<void> r = socket->set_option(SOL_SOCKET, SO_SNDBUF, options.send_buffer); !r)
         return failed("SO_SNDBUF on", r.error());
     }
+    if (options.defer_accept_s > 0) {
+      if (Result<void> r =
+              socket->set_option(IPPROTO_TCP, TCP_DEFER_ACCEPT, options.defer_accept_s);
+          !r)
+        return failed("TCP_DEFER_ACCEPT on", r.error());
+    }
   }
   if (::bind(socket->fd(), address.data(), address.length()) != 0)
     return failed("bind", std::error_code(errno, std::system_category()));

@@ -1,5 +1,6 @@
 #include "tern/tls/tls_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -35,6 +36,17 @@ prof::Counter connection_errors("tls.connection_errors",
                                 "TLS connections a TlsServer served that a TLS error broke after "
                                 "the handshake (a bad or oversized record, renegotiation)");
 
+// The options of the TCP server underneath: the listener defers accepting a connection until its
+// ClientHello came (the client speaks first), for up to the handshake's whole time.
+net::ServerOptions tcp_options(const TlsServerOptions& options) {
+  net::ServerOptions tcp = options.tcp;
+  if (options.defer_accept && tcp.listen.defer_accept_s == 0) {
+    const auto seconds = std::chrono::ceil<std::chrono::seconds>(options.handshake_timeout).count();
+    tcp.listen.defer_accept_s = static_cast<int>(std::clamp<std::int64_t>(seconds, 1, 3600));
+  }
+  return tcp;
+}
+
 }  // namespace
 
 struct TlsServer::Counts {
@@ -56,7 +68,7 @@ TlsServer::TlsServer(TlsContext context, TlsServerOptions options, Handler handl
       options_(options),
       handler_(std::move(handler)),
       counts_(std::make_unique<Counts>()),
-      tcp_(options.tcp, [this](net::TcpStream& tcp) { serve(tcp); }) {}
+      tcp_(tcp_options(options), [this](net::TcpStream& tcp) { serve(tcp); }) {}
 
 TlsServer::~TlsServer() = default;
 

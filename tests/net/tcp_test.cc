@@ -566,6 +566,31 @@ TEST(TcpListener, NodelayOnTheListenerComesWithEveryAcceptedConnection) {
   });
 }
 
+// With defer_accept_s, a connected client that has sent nothing is not handed over; once its
+// first bytes come, accept returns it with them waiting.
+TEST(TcpListener, DeferAcceptHandsOverAConnectionOnceItsFirstBytesCame) {
+  run_on(1, [] {
+    tern::Result<TcpListener> listener =
+        TcpListener::bind(Address::loopback(0), ListenOptions{.defer_accept_s = 30});
+    ASSERT_TRUE(listener) << listener.error().message();
+    int deferred = 0;
+    socklen_t size = sizeof deferred;
+    ASSERT_EQ(::getsockopt(listener->fd(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &deferred, &size), 0);
+    EXPECT_GT(deferred, 0);
+    tern::Result<TcpStream> client = TcpStream::connect(*listener->local_address(), patience());
+    ASSERT_TRUE(client) << client.error().message();
+    tern::Result<TcpStream> silent = listener->accept(Clock::now() + 20ms);
+    ASSERT_FALSE(silent);
+    EXPECT_EQ(silent.error(), std::errc::timed_out);
+    ASSERT_TRUE(client->write_all(bytes_of("ping"), patience()));
+    tern::Result<TcpStream> accepted = listener->accept(patience());
+    ASSERT_TRUE(accepted) << accepted.error().message();
+    std::array<std::byte, 4> got;
+    ASSERT_TRUE(accepted->read_exact(got, patience()));
+    EXPECT_EQ(text_of(got), "ping");
+  });
+}
+
 TEST(TcpDeadline, ConnectTimesOutWhenTheBacklogIsFull) {
   run_on(1, [] {
     // With a backlog of 0 the kernel queues one connection and drops later SYNs, so those

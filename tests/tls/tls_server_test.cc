@@ -147,6 +147,36 @@ TEST_F(TlsServerTest, BadInputClosesThatConnectionAndTheServerKeepsServing) {
     EXPECT_TRUE(log.has_line({"TLS client 127.0.0.1:", "refused", c.reason})) << c.name;
 }
 
+// A client that connects and sends nothing takes no connection of the server's (the listener
+// defers it until its ClientHello comes) unless defer_accept is off; clients that send their
+// ClientHello are served meanwhile, and the silent one is once it speaks.
+TEST_F(TlsServerTest, ASilentConnectWaitsInTheKernelUntilItsClientHello) {
+  run_on(1, [] {
+    for (const bool defer : {true, false}) {
+      SCOPED_TRACE(defer ? "defer_accept" : "no defer_accept");
+      TlsServerOptions options;
+      options.defer_accept = defer;
+      Server server(server_context(), echo_handler, options);
+      TlsContext client = client_context();
+      tern::Result<TcpStream> silent = TcpStream::connect(server.address(), patience());
+      ASSERT_TRUE(silent);
+      tern::Result<TlsStream> good = connect(server, client);
+      ASSERT_TRUE(good) << good.error().message();
+      EXPECT_EQ(round_trip(*good, "served"), "served");
+      if (defer) {
+        EXPECT_EQ(server.server().stats().tcp.accepted, 1u);
+      } else {
+        EXPECT_TRUE(wait_for_condition([&] { return server.server().stats().tcp.accepted == 2; }));
+      }
+      tern::Result<TlsStream> late =
+          TlsStream::connect(std::move(*silent), client, "localhost", patience());
+      ASSERT_TRUE(late) << late.error().message();
+      EXPECT_EQ(round_trip(*late, "late"), "late");
+      EXPECT_EQ(server.server().stats().tcp.accepted, 2u);
+    }
+  });
+}
+
 TEST_F(TlsServerTest, BadRecordsAfterTheHandshakeFailTheReadWithTheirReason) {
   tern_test::LogCapture log;
   run_on(1, [&] {

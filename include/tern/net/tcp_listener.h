@@ -25,6 +25,11 @@ struct ListenOptions {
   // SO_SNDBUF on the listener (IP only; 0: the kernel's default): accepted TCP connections
   // inherit it, and its lock against the kernel's automatic sizing.
   int send_buffer = 0;
+  // TCP_DEFER_ACCEPT on the listener (IP only; 0: off): accept hands over a connection only once
+  // its first bytes came, or once it has waited this many seconds, so for a protocol whose client
+  // speaks first (TLS, HTTP) the first read finds them instead of parking; a connect that sends
+  // nothing takes no descriptor until then.
+  int defer_accept_s = 0;
 };
 
 // A listening stream socket (TCP or Unix). accept parks the calling fiber. When the process

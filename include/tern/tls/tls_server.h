@@ -23,6 +23,11 @@ struct TlsServerOptions {
   // How often the certificate, key and CA files are checked for changes, to reload() the
   // context when they did (a failed reload is logged and the old certificates kept; 0: never).
   std::chrono::milliseconds watch_files{0};
+  // The listener hands over a connection once its ClientHello came (TCP_DEFER_ACCEPT, for up to
+  // handshake_timeout; unless tcp.listen.defer_accept_s says otherwise): the handshake's first
+  // read finds the ClientHello instead of parking for it, and a connect that sends nothing takes
+  // no descriptor or fiber meanwhile.
+  bool defer_accept = true;
 };
 
 // Counters of a TlsServer; any thread.
