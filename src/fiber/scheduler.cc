@@ -164,6 +164,7 @@ void Scheduler::run() {
     }
     Deadline deadline = timers_.empty() ? kNoDeadline : timers_.earliest();
     if (stop_seen_) deadline = std::min(deadline, next_shutdown_report_);
+    if (stacks_.holds_burst()) deadline = std::min(deadline, trim_stacks());
 #if TERN_PROF_ENABLED
     if (prof_ != nullptr) deadline = std::min(deadline, prof_->next_report());
 #endif
@@ -290,6 +291,15 @@ inline FiberControl* Scheduler::take_spare_fiber(std::size_t stack_request) noex
   fiber->sanitizer = SanitizerContext{};  // ASan: the fake stack of its last park
 #endif
   return fiber;
+}
+
+Deadline Scheduler::trim_stacks() noexcept {
+  const Deadline now = Clock::now();
+  if (now >= next_stack_trim_) {
+    stacks_.trim();
+    next_stack_trim_ = now + kStackTrimInterval;
+  }
+  return stacks_.holds_burst() ? next_stack_trim_ : kNoDeadline;
 }
 
 void Scheduler::release_spare_fibers() noexcept {

@@ -193,6 +193,10 @@ class Scheduler {
   FiberControl* take_spare_fiber(std::size_t stack_request) noexcept;
   // Gives the stacks of the spare fibers back to the stack pool.
   void release_spare_fibers() noexcept;
+  // Before the worker sleeps with a burst of stacks cached: unmaps those a whole
+  // kStackTrimInterval left unused, when that interval is over; returns when to look again
+  // (kNoDeadline once no burst is left).
+  Deadline trim_stacks() noexcept;
   std::size_t take_remote_work();
   void fire_timers();
   // A timed or interruptible wait until `deadline`; `started`: the coarse time at its start
@@ -272,6 +276,8 @@ class Scheduler {
   TimerHeap timers_;
   std::size_t kept_timers_ = 0;  // nodes in timers_ kept after their wait ended (timer_kept)
   StackPool stacks_;
+  static constexpr std::chrono::seconds kStackTrimInterval{1};
+  Deadline next_stack_trim_{};            // see trim_stacks()
   FiberControl* spare_fibers_ = nullptr;  // linked through run_next, the latest first
   std::error_code create_error_;          // see create_error()
   std::uint32_t spare_count_ = 0;

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 
@@ -94,6 +95,7 @@ Result<Stack> StackPool::take(std::size_t size) {
   if (!free_.empty() && free_.back().size == wanted) {  // the last one given back: warm
     const Stack s = free_.back();
     free_.pop_back();
+    low_water_ = std::min(low_water_, free_.size());
     return s;
   }
   for (std::size_t i = free_.size(); i-- > 0;) {
@@ -101,6 +103,7 @@ Result<Stack> StackPool::take(std::size_t size) {
       Stack s = free_[i];
       free_[i] = free_.back();
       free_.pop_back();
+      low_water_ = std::min(low_water_, free_.size());
       return s;
     }
   }
@@ -117,11 +120,22 @@ Result<Stack> StackPool::take(std::size_t size) {
 }
 
 void StackPool::give(const Stack& stack) noexcept {
-  if (free_.size() < max_cached_) {
+  if (free_.size() < burst_cached_) {
     free_.push_back(stack);
   } else {
     unmap_stack(stack);
   }
+}
+
+void StackPool::trim() noexcept {
+  const std::size_t unused = std::min(low_water_, free_.size());
+  if (unused > max_cached_) {
+    // The front holds the stacks given back longest ago (take() prefers the back).
+    const std::size_t excess = unused - max_cached_;
+    for (std::size_t i = 0; i < excess; ++i) unmap_stack(free_[i]);
+    free_.erase(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(excess));
+  }
+  low_water_ = free_.size();
 }
 
 }  // namespace tern::detail

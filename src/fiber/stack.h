@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -45,18 +46,22 @@ inline std::size_t stack_size_for(std::size_t requested) noexcept {
 }
 
 // A per-thread cache of unmapped-on-demand stacks, so that creating and destroying fibers in
-// steady state makes no system call. The default bound covers a server running a thousand calls
-// at once per worker (each on a fiber of its own) without mapping a stack per call; a cached
-// stack keeps only the pages its fibers touched. Once it has mapped kMapBatch stacks one by one,
-// it maps kMapBatch at once whenever it has none of the size asked for (and room to cache the
-// rest), so that a rising number of fibers (ten thousand connections arriving together) costs
-// one mmap per batch rather than per fiber, while a program of a few fibers maps only those.
-// Owner thread only.
+// steady state makes no system call. It keeps up to max_cached stacks for good: that covers a
+// server running a thousand calls at once per worker (each on a fiber of its own) without mapping
+// a stack per call; a cached stack keeps only the pages its fibers touched. Above that, up to
+// burst_cached, it keeps what a burst of fibers gave back (ten thousand connections that end and
+// are replaced by as many new ones) until trim() finds those stacks unused for a whole interval:
+// unmapping each such stack only to map another for the next fiber cost a munmap, and the new
+// stack's guard and first page faults, per connection. Once it has mapped kMapBatch stacks one by
+// one, it maps kMapBatch at once whenever it has none of the size asked for (and room to cache
+// the rest), so that a rising number of fibers costs one mmap per batch rather than per fiber,
+// while a program of a few fibers maps only those. Owner thread only.
 class StackPool {
  public:
   static constexpr std::size_t kMapBatch = 16;
 
-  explicit StackPool(std::size_t max_cached = 1024) : max_cached_(max_cached) {
+  explicit StackPool(std::size_t max_cached = 1024, std::size_t burst_cached = 16384)
+      : max_cached_(max_cached), burst_cached_(std::max(max_cached, burst_cached)) {
     free_.reserve(max_cached_);
   }
   ~StackPool();
@@ -65,15 +70,23 @@ class StackPool {
 
   // A stack of at least `size` usable bytes, from the cache when one of that size is there.
   Result<Stack> take(std::size_t size);
-  // Returns a stack to the cache, or unmaps it when the cache is full.
+  // Returns a stack to the cache, or unmaps it when the cache holds burst_cached already.
   void give(const Stack& stack) noexcept;
   // How many stacks the cache holds.
   std::size_t cached() const noexcept { return free_.size(); }
+  // Whether the cache holds more than max_cached stacks (trim() may unmap some).
+  bool holds_burst() const noexcept { return free_.size() > max_cached_; }
+  // Unmaps the stacks above max_cached that stayed in the cache since the last trim() (the
+  // fewest it held in between, less max_cached), the least recently given first, and starts a
+  // new interval.
+  void trim() noexcept;
 
  private:
   std::size_t max_cached_;
+  std::size_t burst_cached_;
   std::vector<Stack> free_;
-  std::size_t mapped_ = 0;  // stacks this pool has mapped, counted up to kMapBatch
+  std::size_t mapped_ = 0;     // stacks this pool has mapped, counted up to kMapBatch
+  std::size_t low_water_ = 0;  // the fewest stacks cached since the last trim()
 };
 
 }  // namespace tern::detail

@@ -41,10 +41,33 @@ TEST(StackPool, ReusesStacksOfTheSameSize) {
 }
 
 TEST(StackPool, UnmapsBeyondItsLimit) {
-  tern::detail::StackPool pool(2);
+  tern::detail::StackPool pool(2, 2);
   std::vector<tern::detail::Stack> stacks;
   for (int i = 0; i < 5; ++i) stacks.push_back(*pool.take(16 * 1024));
   for (const auto& s : stacks) pool.give(s);
+  EXPECT_EQ(pool.cached(), 2u);
+}
+
+// A burst of stacks given back stays cached (up to burst_cached) while fibers keep taking them,
+// and trim() unmaps, down to max_cached, those that stayed unused for a whole interval.
+TEST(StackPool, KeepsABurstUntilATrimFindsItUnused) {
+  tern::detail::StackPool pool(2, 6);
+  std::vector<tern::detail::Stack> stacks;
+  for (int i = 0; i < 8; ++i) stacks.push_back(*pool.take(16 * 1024));
+  for (const auto& s : stacks) pool.give(s);
+  EXPECT_EQ(pool.cached(), 6u) << "beyond burst_cached, stacks are unmapped at once";
+  EXPECT_TRUE(pool.holds_burst());
+  pool.trim();  // starts an interval
+  EXPECT_EQ(pool.cached(), 6u);
+  stacks.clear();
+  for (int i = 0; i < 3; ++i) stacks.push_back(*pool.take(16 * 1024));
+  for (const auto& s : stacks) pool.give(s);
+  pool.trim();  // three stayed unused through the interval: one goes, down to two plus the used
+  EXPECT_EQ(pool.cached(), 5u);
+  pool.trim();  // none taken since: down to max_cached
+  EXPECT_EQ(pool.cached(), 2u);
+  EXPECT_FALSE(pool.holds_burst());
+  pool.trim();
   EXPECT_EQ(pool.cached(), 2u);
 }
 
