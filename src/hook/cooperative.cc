@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <span>
 #include <system_error>
 
 #include "tern/io/io.h"
@@ -74,6 +75,32 @@ int wait_ready(int fd, FdEntry& entry, bool writable, Deadline deadline,
     return -1;
   }
   return 0;
+}
+
+ssize_t fiber_recv(int fd, FdEntry& entry, void* buf, std::size_t len) noexcept {
+  note_hooked_call();
+  std::uint32_t flags = entry.load();
+  if ((flags & kKernelNonblock) == 0) {
+    if (!make_kernel_nonblock(fd, entry)) return -1;
+    flags |= kKernelNonblock;
+  }
+  if ((flags & kReactor) == 0) entry.set(kReactor);  // the reactor may register fd now
+  const std::uint32_t generation = entry.generation.load(std::memory_order_acquire);
+  const std::int64_t timeout_ns = entry.recv_timeout_ns.load(std::memory_order_relaxed);
+  const WaitLimit limit =
+      timeout_ns > 0 ? WaitLimit::idle(std::chrono::nanoseconds(timeout_ns)) : kNoDeadline;
+  entry.waiters.fetch_add(1, std::memory_order_relaxed);  // close() then wakes it (shutdown)
+  const Result<std::size_t> n =
+      io::recv(fd, std::span(static_cast<std::byte*>(buf), len), 0, limit);
+  entry.waiters.fetch_sub(1, std::memory_order_relaxed);
+  if (n && *n > 0) return static_cast<ssize_t>(*n);
+  if (entry.generation.load(std::memory_order_acquire) != generation) {
+    errno = EBADF;  // closed or replaced while the fiber waited
+    return -1;
+  }
+  if (n) return 0;
+  errno = errno_of(n.error());
+  return -1;
 }
 
 }  // namespace tern::hook::detail

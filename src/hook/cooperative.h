@@ -30,6 +30,12 @@ bool make_kernel_nonblock(int fd, FdEntry& entry) noexcept;
 int wait_ready(int fd, FdEntry& entry, bool writable, Deadline deadline,
                std::uint32_t generation) noexcept;
 
+// A receive with flags 0 (read or recv) on a socket cooperative_fd returned, from that fiber:
+// through the worker's reactor, which after a read that emptied the socket's queue waits for the
+// next data before it reads (no read that fails with EAGAIN first) and, on io_uring, receives as
+// a ring operation. SO_RCVTIMEO counts as an idle timeout. Returns and errno values are libc's.
+ssize_t fiber_recv(int fd, FdEntry& entry, void* buf, std::size_t len) noexcept;
+
 // Runs call() (a libc call on fd returning ssize_t, -1 with errno) with blocking semantics on a
 // socket the program sees as blocking: on EAGAIN, waits (SO_RCVTIMEO / SO_SNDTIMEO as the
 // deadline) and tries again. Any other socket or thread: call() as it is. The deadline is read

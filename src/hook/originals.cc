@@ -70,10 +70,14 @@ std::atomic<std::uint64_t> counted{0};
 
 }  // namespace
 
-const Originals& originals() noexcept {
+void note_hooked_call() noexcept {
   if (counting.load(std::memory_order_relaxed)) [[unlikely]] {
     counted.fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+const Originals& originals() noexcept {
+  note_hooked_call();
   static const Originals found = look_up();
   return found;
 }

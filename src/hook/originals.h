@@ -15,4 +15,8 @@ using Originals = tern::detail::SysCalls;
 // program is built with one). Any thread.
 const Originals& originals() noexcept;
 
+// Counts a replaced call (count_hooked_calls) that reaches the kernel through the worker's
+// reactor instead of originals(). Any thread.
+void note_hooked_call() noexcept;
+
 }  // namespace tern::hook::detail

@@ -177,6 +177,8 @@ int accept4(int fd, sockaddr* peer, socklen_t* length, int flags) {
 }
 
 ssize_t read(int fd, void* buf, size_t count) {
+  if (FdEntry* entry = cooperative_fd(fd); entry != nullptr)
+    return fiber_recv(fd, *entry, buf, count);
   return blocking_call(fd, false, [&] { return originals().read(fd, buf, count); });
 }
 
@@ -219,6 +221,10 @@ ssize_t recvfrom(int fd, void* buf, size_t len, int flags, sockaddr* from, sockl
 ssize_t recv(int fd, void* buf, size_t len, int flags) {
   if ((flags & (MSG_DONTWAIT | MSG_WAITALL)) != 0)
     return recvfrom(fd, buf, len, flags, nullptr, nullptr);
+  if (flags == 0) {
+    if (FdEntry* entry = cooperative_fd(fd); entry != nullptr)
+      return fiber_recv(fd, *entry, buf, len);
+  }
   return blocking_call(fd, false, [&] { return originals().recv(fd, buf, len, flags); });
 }
 

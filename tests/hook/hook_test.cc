@@ -86,6 +86,39 @@ TEST(Hook, ABlockingReadParksTheFiberNotTheWorker) {
   });
 }
 
+// Request and reply on blocking sockets, as a synchronous client library talks: each read that
+// emptied the socket is followed by one that must wait for the next reply, and the last one,
+// after the peer's final reply and close, returns the reply and then 0 (end of stream).
+TEST(Hook, ReadsAfterAReadThatEmptiedTheSocketGetTheNextReplyAndTheClose) {
+  on_workers(1, [] {
+    TcpPair pair;
+    constexpr int kRounds = 100;
+    tern::Fiber server = tern::spawn([&] {
+      char request[8];
+      for (int i = 0; i < kRounds; ++i) {
+        ASSERT_EQ(::read(pair.server, request, sizeof request), 4);
+        ASSERT_EQ(::write(pair.server, "pong", 4), 4);
+      }
+      ASSERT_EQ(::read(pair.server, request, sizeof request), 4);
+      ASSERT_EQ(::write(pair.server, "bye", 3), 3);
+      EXPECT_EQ(::close(pair.server), 0);
+      pair.server = -1;
+    });
+    char reply[16];
+    for (int i = 0; i < kRounds; ++i) {
+      ASSERT_EQ(::write(pair.client, "ping", 4), 4);
+      ASSERT_EQ(::read(pair.client, reply, sizeof reply), 4);
+      ASSERT_EQ(std::string(reply, 4), "pong");
+    }
+    ASSERT_EQ(::send(pair.client, "quit", 4, 0), 4);
+    ASSERT_EQ(::recv(pair.client, reply, sizeof reply, 0), 3);
+    EXPECT_EQ(std::string(reply, 3), "bye");
+    EXPECT_EQ(::recv(pair.client, reply, sizeof reply, 0), 0);
+    EXPECT_EQ(::read(pair.client, reply, sizeof reply), 0);
+    server.join();
+  });
+}
+
 // A blocking socket's write returns only when all of it is written, however small the socket's
 // buffer; the reader on the same worker runs meanwhile.
 TEST(Hook, AWriteLargerThanTheSocketBufferWritesAllOfIt) {

@@ -11,8 +11,9 @@ namespace tern::hook::detail {
 // Starts (true) or stops (false) counting calls into the replacements. Any thread.
 void count_hooked_calls(bool on) noexcept;
 
-// How many times a replaced function reached libc (or a sanitizer's interceptor of it) while
-// counting was on: at least once for each replaced call that did. Any thread.
+// How many times a replaced function reached libc (or a sanitizer's interceptor of it), or the
+// worker's reactor in its place, while counting was on: at least once for each replaced call that
+// did. Any thread.
 std::uint64_t hooked_calls() noexcept;
 
 }  // namespace tern::hook::detail
