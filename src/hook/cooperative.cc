@@ -85,6 +85,17 @@ ssize_t fiber_recv(int fd, FdEntry& entry, void* buf, std::size_t len) noexcept 
     flags |= kKernelNonblock;
   }
   if ((flags & kReactor) == 0) entry.set(kReactor);  // the reactor may register fd now
+  // The reactor's receive pays off when the socket is likely empty: it then waits for data
+  // before reading, and on io_uring receives through the ring. A socket whose last read left
+  // data behind (a reader taking a stream in pieces) is read with a plain system call first.
+  if (!entry.emptied.load(std::memory_order_relaxed)) {
+    const ssize_t n = originals().recv(fd, buf, len, 0);
+    if (n >= 0) {
+      entry.emptied.store(n > 0 && static_cast<std::size_t>(n) < len, std::memory_order_relaxed);
+      return n;
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+  }
   const std::uint32_t generation = entry.generation.load(std::memory_order_acquire);
   const std::int64_t timeout_ns = entry.recv_timeout_ns.load(std::memory_order_relaxed);
   const WaitLimit limit =
@@ -93,6 +104,7 @@ ssize_t fiber_recv(int fd, FdEntry& entry, void* buf, std::size_t len) noexcept 
   const Result<std::size_t> n =
       io::recv(fd, std::span(static_cast<std::byte*>(buf), len), 0, limit);
   entry.waiters.fetch_sub(1, std::memory_order_relaxed);
+  entry.emptied.store(n && *n > 0 && *n < len, std::memory_order_relaxed);
   if (n && *n > 0) return static_cast<ssize_t>(*n);
   if (entry.generation.load(std::memory_order_acquire) != generation) {
     errno = EBADF;  // closed or replaced while the fiber waited

@@ -30,10 +30,19 @@ bool make_kernel_nonblock(int fd, FdEntry& entry) noexcept;
 int wait_ready(int fd, FdEntry& entry, bool writable, Deadline deadline,
                std::uint32_t generation) noexcept;
 
-// A receive with flags 0 (read or recv) on a socket cooperative_fd returned, from that fiber:
-// through the worker's reactor, which after a read that emptied the socket's queue waits for the
-// next data before it reads (no read that fails with EAGAIN first) and, on io_uring, receives as
-// a ring operation. SO_RCVTIMEO counts as an idle timeout. Returns and errno values are libc's.
+// cooperative_fd made inline, for the calls on the hot path (read, recv): fd's entry when the
+// calling fiber should park instead of blocking, else nullptr. Any thread.
+inline FdEntry* cooperative_fd_inline(int fd) noexcept {
+  FdEntry* entry = find_fd(fd);
+  if (entry == nullptr || (entry->load() & (kManaged | kUserNonblock)) != kManaged) return nullptr;
+  return io::on_reactor_worker() ? entry : nullptr;
+}
+
+// A receive with flags 0 (read or recv) on a socket cooperative_fd returned, from that fiber.
+// After a read that emptied the socket's queue (or one that failed with EAGAIN), through the
+// worker's reactor, which waits for the next data before it reads (no read that fails with
+// EAGAIN first) and, on io_uring, receives as a ring operation; otherwise a plain recv first.
+// SO_RCVTIMEO counts as an idle timeout. Returns and errno values are libc's.
 ssize_t fiber_recv(int fd, FdEntry& entry, void* buf, std::size_t len) noexcept;
 
 // Runs call() (a libc call on fd returning ssize_t, -1 with errno) with blocking semantics on a

@@ -31,6 +31,7 @@ void adopt_socket(int fd, bool user_nonblock, bool kernel_nonblock) noexcept {
   if (entry == nullptr) return;
   entry->recv_timeout_ns.store(0, std::memory_order_relaxed);
   entry->send_timeout_ns.store(0, std::memory_order_relaxed);
+  entry->emptied.store(false, std::memory_order_relaxed);
   entry->flags.store(
       kManaged | (user_nonblock ? kUserNonblock : 0u) | (kernel_nonblock ? kKernelNonblock : 0u),
       std::memory_order_release);

@@ -22,6 +22,7 @@ struct FdEntry {
   std::atomic<std::uint32_t> waiters{0};         // fibers parked on it now
   std::atomic<std::int64_t> recv_timeout_ns{0};  // 0: none
   std::atomic<std::int64_t> send_timeout_ns{0};
+  std::atomic<bool> emptied{false};  // a fiber's last read left the receive queue empty
 
   std::uint32_t load() const noexcept { return flags.load(std::memory_order_relaxed); }
   void set(std::uint32_t bits) noexcept { flags.fetch_or(bits, std::memory_order_relaxed); }

@@ -72,6 +72,15 @@ ssize_t write_all(int fd, std::size_t length, Call call) {
   return static_cast<ssize_t>(done);
 }
 
+// read and recv where fiber_recv does not apply (any socket or thread but a fiber's blocking
+// socket), out of line so that the replacements themselves stay a check and a tail call.
+[[gnu::noinline]] ssize_t read_elsewhere(int fd, void* buf, size_t count) {
+  return blocking_call(fd, false, [&] { return originals().read(fd, buf, count); });
+}
+[[gnu::noinline]] ssize_t recv_elsewhere(int fd, void* buf, size_t len, int flags) {
+  return blocking_call(fd, false, [&] { return originals().recv(fd, buf, len, flags); });
+}
+
 int fcntl_impl(int fd, int cmd, void* arg) {
   const Originals& libc = originals();
   FdEntry* entry = find_fd(fd);
@@ -177,9 +186,9 @@ int accept4(int fd, sockaddr* peer, socklen_t* length, int flags) {
 }
 
 ssize_t read(int fd, void* buf, size_t count) {
-  if (FdEntry* entry = cooperative_fd(fd); entry != nullptr)
+  if (FdEntry* entry = cooperative_fd_inline(fd); entry != nullptr)
     return fiber_recv(fd, *entry, buf, count);
-  return blocking_call(fd, false, [&] { return originals().read(fd, buf, count); });
+  return read_elsewhere(fd, buf, count);
 }
 
 ssize_t write(int fd, const void* buf, size_t count) {
@@ -222,10 +231,10 @@ ssize_t recv(int fd, void* buf, size_t len, int flags) {
   if ((flags & (MSG_DONTWAIT | MSG_WAITALL)) != 0)
     return recvfrom(fd, buf, len, flags, nullptr, nullptr);
   if (flags == 0) {
-    if (FdEntry* entry = cooperative_fd(fd); entry != nullptr)
+    if (FdEntry* entry = cooperative_fd_inline(fd); entry != nullptr)
       return fiber_recv(fd, *entry, buf, len);
   }
-  return blocking_call(fd, false, [&] { return originals().recv(fd, buf, len, flags); });
+  return recv_elsewhere(fd, buf, len, flags);
 }
 
 ssize_t recvmsg(int fd, msghdr* message, int flags) {
