@@ -89,6 +89,14 @@ std::string header(std::uint32_t magic, std::uint8_t type, std::uint16_t flags,
   return bytes;
 }
 
+// The metadata of a goaway or a stream reset: a status and why.
+wire::Metadata status_metadata(std::uint32_t status, std::string_view why) {
+  wire::Metadata metadata;
+  metadata.set_status(status);
+  metadata.set_status_message(std::string(why));
+  return metadata;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,15 +163,11 @@ int main(int argc, char** argv) {
   seeds.push_back(Connection()
                       .call(FrameType::request, 1, "NoSuchMethod", "x")
                       .seed("responded-unknown_method", kReadBack));
-  {
-    wire::Metadata goaway;
-    goaway.set_status(14);
-    goaway.set_status_message("the client is leaving");
-    seeds.push_back(Connection()
-                        .call(FrameType::request, 1, kEchoMethod, "before goaway")
-                        .frame(FrameType::goaway, 0, &goaway, "")
-                        .seed("survived-client_goaway", kReadBack));
-  }
+  const wire::Metadata goaway = status_metadata(14, "the client is leaving");
+  seeds.push_back(Connection()
+                      .call(FrameType::request, 1, kEchoMethod, "before goaway")
+                      .frame(FrameType::goaway, 0, &goaway, "")
+                      .seed("survived-client_goaway", kReadBack));
   seeds.push_back(
       Connection().raw("GET / HTTP/1.1\r\nHost: x\r\n\r\n").seed("rejected-http", kReadBack));
   seeds.push_back(
@@ -196,19 +200,15 @@ int main(int argc, char** argv) {
     seeds.push_back(stream.seed("streamed-echo_trickled", kReadBack | 5));
     seeds.push_back(stream.seed("survived-stream_reset", kReset));
   }
-  {
-    // A stream reset by the client, then frames for it and for a stream never opened.
-    wire::Metadata why;
-    why.set_status(1);
-    why.set_status_message("the client gave up");
-    Connection reset;
-    reset.call(FrameType::stream_open, 1, kStreamMethod, "")
-        .raw_frame(FrameType::stream_message, 1, 0, Connection::body("one"))
-        .frame(FrameType::stream_reset, 1, &why, "")
-        .raw_frame(FrameType::stream_message, 1, 0, Connection::body("late"))
-        .raw_frame(FrameType::stream_message, 9, 0, Connection::body("never opened"));
-    seeds.push_back(reset.seed("rejected-stream_never_opened", kReadBack));
-  }
+  // A stream reset by the client, then frames for it and for a stream never opened.
+  const wire::Metadata gave_up = status_metadata(1, "the client gave up");
+  seeds.push_back(Connection()
+                      .call(FrameType::stream_open, 1, kStreamMethod, "")
+                      .raw_frame(FrameType::stream_message, 1, 0, Connection::body("one"))
+                      .frame(FrameType::stream_reset, 1, &gave_up, "")
+                      .raw_frame(FrameType::stream_message, 1, 0, Connection::body("late"))
+                      .raw_frame(FrameType::stream_message, 9, 0, Connection::body("never opened"))
+                      .seed("rejected-stream_never_opened", kReadBack));
   // A second stream under the id of one still open: a protocol error, and the first stream ends
   // with the connection.
   seeds.push_back(Connection()
@@ -216,18 +216,13 @@ int main(int argc, char** argv) {
                       .call(FrameType::stream_open, 1, kStreamMethod, "")
                       .raw_frame(FrameType::stream_message, 1, 0, Connection::body("to which?"))
                       .seed("rejected-stream_opened_twice", kReadBack));
-  {
-    // A second stream under the id of one reset before its handler ran: a protocol error (ids
-    // are never reused), and the first stream's handler ends with the connection.
-    wire::Metadata why;
-    why.set_status(1);
-    why.set_status_message("the client gave up");
-    seeds.push_back(Connection()
-                        .call(FrameType::stream_open, 1, kStreamMethod, "")
-                        .frame(FrameType::stream_reset, 1, &why, "")
-                        .call(FrameType::stream_open, 1, kStreamMethod, "")
-                        .seed("rejected-stream_reopened_after_reset", kReadBack));
-  }
+  // A second stream under the id of one reset before its handler ran: a protocol error (ids are
+  // never reused), and the first stream's handler ends with the connection.
+  seeds.push_back(Connection()
+                      .call(FrameType::stream_open, 1, kStreamMethod, "")
+                      .frame(FrameType::stream_reset, 1, &gave_up, "")
+                      .call(FrameType::stream_open, 1, kStreamMethod, "")
+                      .seed("rejected-stream_reopened_after_reset", kReadBack));
   seeds.push_back(Connection()
                       .call(FrameType::stream_open, 1, kEchoMethod, "")
                       .call(FrameType::request, 2, kStreamMethod, "x")
