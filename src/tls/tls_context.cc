@@ -110,6 +110,19 @@ Result<void> load_certificate(SSL_CTX* ctx, const Certificate& certificate) {
   return {};
 }
 
+// Decodes and caches the extensions of every certificate the context trusts, now, while one
+// thread owns the context. OpenSSL would cache them in the first handshake that verifies a peer,
+// and later handshakes on other threads skip its lock through an atomic flag that
+// ThreadSanitizer cannot see in an uninstrumented libcrypto: every program verifying on two
+// threads reported a race there. The first handshake also no longer pays for the decoding.
+void cache_trusted_extensions(SSL_CTX* ctx) {
+  STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
+  for (int i = 0; i < sk_X509_OBJECT_num(objects); ++i) {
+    if (X509* cert = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objects, i)))
+      X509_check_purpose(cert, -1, 0);
+  }
+}
+
 Result<void> load_trust(SSL_CTX* ctx, const std::string& file, const std::string& pem,
                         bool default_paths) {
   if (!pem.empty()) {
@@ -132,6 +145,7 @@ Result<void> load_trust(SSL_CTX* ctx, const std::string& file, const std::string
   } else if (default_paths && SSL_CTX_set_default_verify_paths(ctx) != 1) {
     return config_error("the system's CA bundle");
   }
+  cache_trusted_extensions(ctx);
   return {};
 }
 
