@@ -30,14 +30,6 @@ bool make_kernel_nonblock(int fd, FdEntry& entry) noexcept;
 int wait_ready(int fd, FdEntry& entry, bool writable, Deadline deadline,
                std::uint32_t generation) noexcept;
 
-// cooperative_fd made inline, for the calls on the hot path (read, recv): fd's entry when the
-// calling fiber should park instead of blocking, else nullptr. Any thread.
-inline FdEntry* cooperative_fd_inline(int fd) noexcept {
-  FdEntry* entry = find_fd(fd);
-  if (entry == nullptr || (entry->load() & (kManaged | kUserNonblock)) != kManaged) return nullptr;
-  return io::on_reactor_worker() ? entry : nullptr;
-}
-
 // A receive with flags 0 (read or recv) on a socket cooperative_fd returned, from that fiber.
 // After a read that emptied the socket's queue (or one that failed with EAGAIN), through the
 // worker's reactor, which waits for the next data before it reads (no read that fails with

@@ -4,8 +4,6 @@
 #include <cstddef>
 #include <new>
 
-#include "tern/io/poll.h"
-
 namespace tern::hook::detail {
 
 constinit std::atomic<FdChunk*> fd_chunks[kChunks] = {};
@@ -54,12 +52,6 @@ std::uint32_t forget_fd(int fd) noexcept {
   if (entry == nullptr) return 0;
   entry->generation.fetch_add(1, std::memory_order_acq_rel);
   return entry->flags.exchange(0, std::memory_order_acq_rel);
-}
-
-FdEntry* cooperative_fd(int fd) noexcept {
-  FdEntry* entry = find_fd(fd);
-  if (entry == nullptr || (entry->load() & (kManaged | kUserNonblock)) != kManaged) return nullptr;
-  return io::on_reactor_worker() ? entry : nullptr;
 }
 
 }  // namespace tern::hook::detail

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "tern/io/poll.h"
+
 namespace tern::hook::detail {
 
 enum FdFlag : std::uint32_t {
@@ -60,7 +62,12 @@ std::uint32_t forget_fd(int fd) noexcept;
 
 // fd's entry when a hooked call on it should park the calling fiber instead of blocking: a
 // managed socket in blocking mode (as the program sees it), called from a fiber of a worker
-// with a reactor. Otherwise nullptr, and the call goes straight to libc.
-FdEntry* cooperative_fd(int fd) noexcept;
+// with a reactor. Otherwise nullptr, and the call goes straight to libc. Inline, since read and
+// recv start with it. Any thread.
+inline FdEntry* cooperative_fd(int fd) noexcept {
+  FdEntry* entry = find_fd(fd);
+  if (entry == nullptr || (entry->load() & (kManaged | kUserNonblock)) != kManaged) return nullptr;
+  return io::on_reactor_worker() ? entry : nullptr;
+}
 
 }  // namespace tern::hook::detail

@@ -186,7 +186,7 @@ int accept4(int fd, sockaddr* peer, socklen_t* length, int flags) {
 }
 
 ssize_t read(int fd, void* buf, size_t count) {
-  if (FdEntry* entry = cooperative_fd_inline(fd); entry != nullptr)
+  if (FdEntry* entry = cooperative_fd(fd); entry != nullptr)
     return fiber_recv(fd, *entry, buf, count);
   return read_elsewhere(fd, buf, count);
 }
@@ -231,7 +231,7 @@ ssize_t recv(int fd, void* buf, size_t len, int flags) {
   if ((flags & (MSG_DONTWAIT | MSG_WAITALL)) != 0)
     return recvfrom(fd, buf, len, flags, nullptr, nullptr);
   if (flags == 0) {
-    if (FdEntry* entry = cooperative_fd_inline(fd); entry != nullptr)
+    if (FdEntry* entry = cooperative_fd(fd); entry != nullptr)
       return fiber_recv(fd, *entry, buf, len);
   }
   return recv_elsewhere(fd, buf, len, flags);
