@@ -161,6 +161,14 @@ def pingpong_cells(seconds, full):
     return cells
 
 
+# Report 004's client connects from this many loopback source addresses in turn. From one address
+# a destination has only the 28,232 ports of the ephemeral range; past about 14,000 sessions a
+# minute to one server, connect had to recycle TIME_WAIT ports, which cost the one client thread
+# half as much CPU again per session and gave connect p99s of 0.1 to 0.3 s in whichever cells ran
+# then (docs/benchmarks.md, "Table 004 and the client's ports").
+SESSION_SOURCES = 16
+
+
 def sessions_cells(total, full):
     """Report 004: `total` short sessions (connect, three 8-byte echoes, close) at each number in
     flight. The quick pass leaves out otechod (the issue's targets are against asio, Go and tokio;
@@ -178,7 +186,8 @@ def sessions_cells(total, full):
                 # thread per connection 3,000 to 6,500 at 10,000 in flight.
                 "estimate_s": CELL_OVERHEAD_S + total / 15_000,
                 "args": ["--total", str(total), "--in-flight", str(in_flight), "--messages", "3",
-                         "--size", "8", "--workers", "1", "--duration", "120"]})
+                         "--size", "8", "--workers", "1", "--duration", "120",
+                         "--sources", str(SESSION_SOURCES)]})
     return cells
 
 

@@ -2,27 +2,59 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <climits>
 #include <cstdint>
 
 #include <algorithm>
 #include <string>
+#include <system_error>
 
 #include "keepalive.h"
 #include "tern/io/io.h"
 
 namespace tern::net {
 
-Result<TcpStream> TcpStream::connect(const Address& address, Deadline deadline) {
-  // Failures name the address: "connect 127.0.0.1:1: Connection refused".
+namespace {
+
+// Opens a stream socket for address, bound to `source` first when one is given. Failures name
+// what the socket was for.
+Result<Socket> open_for(const Address& address, const Address* source) {
   Result<Socket> socket = Socket::open(address.family(), SOCK_STREAM);
   if (!socket) return fail(with_context(socket.error(), "socket for " + address.to_string()));
   if (address.is_ip()) io::declare_tcp(socket->fd());  // the reactor need not ask its kind
+  if (source == nullptr) return socket;
+  // Without this, bind would pick the port for the source address alone, one connection per
+  // port; with it, connect picks one for the whole address pair.
+  if (source->is_ip() && source->port() == 0)
+    (void)socket->set_option(IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1);
+  if (::bind(socket->fd(), source->data(), source->length()) != 0)
+    return fail(with_context(std::error_code(errno, std::system_category()),
+                             "bind " + source->to_string() + " to connect " + address.to_string()));
+  return socket;
+}
+
+// Connects an open socket. Failures name the address: "connect 127.0.0.1:1: Connection refused".
+Result<TcpStream> connect_socket(Result<Socket> socket, const Address& address, Deadline deadline) {
+  if (!socket) return fail(socket.error());
   if (Result<void> connected =
           io::connect(socket->fd(), address.data(), address.length(), deadline);
       !connected)
     return fail(with_context(connected.error(), "connect " + address.to_string()));
   return TcpStream(std::move(*socket));
+}
+
+}  // namespace
+
+Result<TcpStream> TcpStream::connect(const Address& address, Deadline deadline) {
+  return connect_socket(open_for(address, nullptr), address, deadline);
+}
+
+Result<TcpStream> TcpStream::connect_from(const Address& source, const Address& address,
+                                          Deadline deadline) {
+  return connect_socket(open_for(address, &source), address, deadline);
 }
 
 Result<TcpStream> TcpStream::connect(std::string_view host_port, Deadline deadline) {

@@ -133,6 +133,38 @@ TEST(TcpStream, ConnectAcceptReadWrite) {
   });
 }
 
+// connect_from binds the source address first: the listener sees it as the peer, and each source
+// address gets a port of its own choosing (IP_BIND_ADDRESS_NO_PORT).
+TEST(TcpStream, ConnectFromASourceAddressIsThePeerTheServerSees) {
+  run_on(1, [] {
+    tern::Result<TcpListener> listener = TcpListener::bind(Address::loopback(0));
+    ASSERT_TRUE(listener) << listener.error().message();
+    const Address address = *listener->local_address();
+    for (const char* source_text : {"127.0.0.2:0", "127.0.0.3:0"}) {
+      const Address source = *Address::parse(source_text);
+      tern::Result<TcpStream> client = TcpStream::connect_from(source, address, patience());
+      ASSERT_TRUE(client) << client.error().message();
+      Address peer;
+      tern::Result<TcpStream> server = listener->accept(&peer, patience());
+      ASSERT_TRUE(server) << server.error().message();
+      EXPECT_EQ(peer.with_port(0), source);
+      EXPECT_NE(peer.port(), 0);
+      EXPECT_EQ(peer, *client->local_address());
+      ASSERT_TRUE(client->write_all(bytes_of(source_text), patience()));
+      EXPECT_EQ(read_text(*server, std::string(source_text).size()), source_text);
+    }
+    // A source address this machine does not have: the bind fails and says what for.
+    const Address foreign = *Address::parse("192.0.2.1:0");
+    tern::Result<TcpStream> client = TcpStream::connect_from(foreign, address, patience());
+    ASSERT_FALSE(client);
+    EXPECT_EQ(client.error(), std::errc::address_not_available);
+    EXPECT_EQ(client.error().message().rfind(
+                  "bind 192.0.2.1:0 to connect " + address.to_string() + ": ", 0),
+              0u)
+        << client.error().message();
+  });
+}
+
 TEST(TcpStream, ConnectsToEveryTextForm) {
   run_on(1, [] {
     tern::Result<TcpListener> listener = TcpListener::bind(Address::loopback(0));

@@ -281,6 +281,26 @@ TEST(TernBench, SessionsRunEveryOneAndCheckEveryReply) {
   EXPECT_TRUE(r["figures"]["syn_retransmits"].is_number());
 }
 
+// --sources spreads the sessions over loopback source addresses 127.0.0.1..N (each with the
+// ephemeral port range to itself); only for an IPv4 loopback target.
+TEST(TernBench, SessionsFromSeveralSourceAddresses) {
+  TernEcho server("echo");
+  ASSERT_GT(server.port(), 0);
+  const ToolRun run = bench(
+      {"sessions", target(server.port()), "--total", "200", "--in-flight", "20", "--sources", "4"});
+  const Json r = report_of(run);
+  expect_verified(run, r, "sessions");
+  EXPECT_EQ(r["params"]["sources"], 4);
+  EXPECT_EQ(r["figures"]["sessions"], 200);
+  EXPECT_EQ(r["figures"]["failed"], 0);
+
+  const ToolRun v6 = run_tool(
+      {TERN_BENCH_BINARY, "sessions", "[::1]:" + std::to_string(server.port()), "--sources", "4"});
+  EXPECT_EQ(v6.status, 2) << v6.err;
+  EXPECT_NE(v6.err.find("--sources 4 needs an IPv4 loopback target, not [::1]:"), std::string::npos)
+      << v6.err;
+}
+
 // ---- ttcp (report 002) ----
 
 TEST(TernBench, TtcpAgainstTernEchoAndInProcess) {
@@ -456,6 +476,7 @@ TEST(TernBench, BadCommandLinesExitWith2AndSayWhy) {
       {{"traffic", "-S", "-A"}, "excludes"},
       {{"traffic", "nohost"}, "target 'nohost': missing ':port'"},
       {{"sessions", "--total", "0"}, "--total must be at least 1 session"},
+      {{"sessions", "--sources", "0"}, "--sources"},
       {{"pingpong", "--no-such-option"}, "--no-such-option"},
   };
   for (const Case& c : cases) {

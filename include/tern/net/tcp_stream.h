@@ -56,6 +56,14 @@ class TcpStream {
   // refused").
   [[nodiscard]] static Result<TcpStream> connect(const Address& address,
                                                  Deadline deadline = kNoDeadline);
+  // Connects to address from the local address `source` (bind before connect, as a client with
+  // several addresses or a load generator spreading its connections over 127.0.0.0/8 needs).
+  // With source port 0 the port is chosen by connect for the whole address pair
+  // (IP_BIND_ADDRESS_NO_PORT), so a source address has the ephemeral range to itself for every
+  // destination. A failure's message names both ("bind 127.0.0.2:0 to connect 127.0.0.1:80:
+  // ..."). Worker fibers.
+  [[nodiscard]] static Result<TcpStream> connect_from(const Address& source, const Address& address,
+                                                      Deadline deadline = kNoDeadline);
   // Resolves "host:port" (see resolve(): text that is not an address and names that do not
   // resolve fail as it does) and connects to the first address that accepts.
   [[nodiscard]] static Result<TcpStream> connect(std::string_view host_port,

@@ -198,6 +198,13 @@ CLI::App* add_sessions_options(CLI::App& app, SessionsOptions& o) {
       ->capture_default_str();
   command->add_option("--timeout", o.timeout_s, "seconds a session may take, connect included")
       ->capture_default_str();
+  command
+      ->add_option("--sources", o.sources,
+                   "connect from this many source addresses in turn, 127.0.0.1, 127.0.0.2, "
+                   "... (an IPv4 loopback target only): each has the ephemeral port range to "
+                   "itself, so connects need not recycle TIME_WAIT ports")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{254}));
   command->add_flag("--tls", o.tls,
                     "a TLS handshake after each connect (full handshakes; connect latency "
                     "includes it)");

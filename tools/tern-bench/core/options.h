@@ -74,6 +74,7 @@ struct SessionsOptions {
   std::size_t messages = 3;
   std::size_t size_bytes = 8;
   double timeout_s = 10;    // per session, connect to last reply
+  std::size_t sources = 1;  // --sources: source addresses 127.0.0.1.. (1: the kernel picks)
   bool tls = false;         // --tls: a TLS handshake after each connect (tern::tls)
   bool tls_resume = false;  // --tls-resume: offer the last session's ticket (resumed handshakes)
   std::string tls_ca;       // --tls-ca: verify the server against this CA bundle

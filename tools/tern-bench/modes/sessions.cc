@@ -4,7 +4,10 @@
 // of --size bytes with replies of the same size (each reply checked byte for byte), and closes.
 // Reported: sessions per second, session latency (connect start to last reply) and connect latency
 // in microseconds, and every failed session by cause. Many short connections from one client can
-// run out of ephemeral ports (TIME_WAIT); the report says so when connects fail that way.
+// run out of ephemeral ports (TIME_WAIT); the report says so when connects fail that way, and
+// --sources spreads the connections over several loopback source addresses.
+#include <sys/socket.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -52,6 +55,7 @@ struct Run {
 
   const SessionsOptions& o;
   net::Address address;
+  std::vector<net::Address> sources;  // --sources > 1: session s connects from sources[s % n]
   Meter meter;
   LatencyRecorder latency;
   LatencyRecorder connect_latency;
@@ -122,7 +126,10 @@ void run_session(Run& run, std::uint64_t session, std::vector<std::byte>& reques
   const std::size_t slot = this_worker::index();
   const Clock::time_point begin = Clock::now();
   const Deadline deadline = begin + seconds(run.o.timeout_s);
-  Result<net::TcpStream> stream = net::TcpStream::connect(run.address, deadline);
+  Result<net::TcpStream> stream =
+      run.sources.empty() ? net::TcpStream::connect(run.address, deadline)
+                          : net::TcpStream::connect_from(run.sources[session % run.sources.size()],
+                                                         run.address, deadline);
   if (stream && run.o.tls) {
     (void)stream->set_nodelay();
     Result<tls::TlsStream> secured =
@@ -190,6 +197,16 @@ int run_sessions(const SessionsOptions& o) {
   if (!address) return 1;
   Run run(o);
   run.address = *address;
+  if (o.sources > 1) {
+    if (address->family() != AF_INET || !address->to_string().starts_with("127.")) {
+      std::fprintf(stderr,
+                   "tern-bench sessions: --sources %zu needs an IPv4 loopback target, not %s\n",
+                   o.sources, address->to_string().c_str());
+      return 2;
+    }
+    for (std::size_t i = 0; i < o.sources; ++i)
+      run.sources.push_back(*net::Address::parse("127.0.0." + std::to_string(i + 1) + ":0"));
+  }
   if (o.tls) {
     Result<tls::TlsContext> context = tls::TlsContext::client({.ca_file = o.tls_ca,
                                                                .verify_peer = !o.tls_ca.empty(),
@@ -260,6 +277,7 @@ int run_sessions(const SessionsOptions& o) {
   report.params["messages"] = o.messages;
   report.params["size_bytes"] = o.size_bytes;
   report.params["timeout_s"] = o.timeout_s;
+  report.params["sources"] = o.sources;
   report.params["tls"] = o.tls;
   report.params["tls_resume"] = o.tls_resume;
   add_network_params(report, o.net, backend);
