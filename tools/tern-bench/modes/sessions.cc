@@ -205,7 +205,7 @@ int run_sessions(const SessionsOptions& o) {
       return 2;
     }
     for (std::size_t i = 0; i < o.sources; ++i)
-      run.sources.push_back(*net::Address::parse("127.0.0." + std::to_string(i + 1) + ":0"));
+      run.sources.push_back(*net::Address::ipv4("127.0.0." + std::to_string(i + 1), 0));
   }
   if (o.tls) {
     Result<tls::TlsContext> context = tls::TlsContext::client({.ca_file = o.tls_ca,
