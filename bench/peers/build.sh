@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Go and Rust peers (go_echo, tokio_echo) into BUILD_DIR/peers/ and writes
+# Builds the Go and Rust peers (go_echo, tokio_echo with tokio-rustls) into BUILD_DIR/peers/ and writes
 # BUILD_DIR/peers/versions.json: for every peer its name, whether it was built, the toolchain
 # and library versions, and why it was skipped. The C/C++ peers (asio_echo, otechod, mtserver,
 # switch_peers) are CMake targets of the same build dir (TERN_BUILD_BENCH=ON); this script only
@@ -54,8 +54,13 @@ fi
 
 # ---- tokio_echo ----
 lock="$here/tokio_echo/Cargo.lock"
-tokio_version="$(awk '/^name = "tokio"$/ { getline; gsub(/version = |"/, ""); print; exit }' \
-  "$lock" 2>/dev/null)"
+# The version of crate $1 that Cargo.lock pins.
+locked_version() {
+  awk -v crate="$1" '$0 == "name = \"" crate "\"" { getline; gsub(/version = |"/, ""); print; exit }' \
+    "$lock" 2>/dev/null
+}
+# tokio, and the TLS stack of --tls-cert (rustls on ring).
+tokio_version="$(locked_version tokio), rustls $(locked_version rustls) (ring $(locked_version ring))"
 if ! command -v cargo >/dev/null 2>&1; then
   skip tokio_echo "no cargo on PATH" "" "tokio $tokio_version"
 else

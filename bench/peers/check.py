@@ -3,6 +3,9 @@
 of 1 MiB, a client that writes 8 MiB before it reads (the server must hold back, not drop),
 20 concurrent connections, a peer reset and an early close (the server keeps serving), the ttcp
 protocol of mtserver --mode ttcp, and a clean exit (status 0) on SIGTERM with a connection open.
+The TLS peers (asio_echo, go_echo and tokio_echo with --tls-cert/--tls-key, on a certificate the
+openssl CLI makes for the run) must echo over TLS, resume a session from their ticket, answer
+close_notify with theirs, and keep serving after a client that sends plaintext.
 
     check.py [BUILD_DIR]     (default build/release; peers from BUILD_DIR/bench and BUILD_DIR/peers)
 
@@ -14,9 +17,11 @@ import re
 import select
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -37,6 +42,70 @@ def servers(build):
         ("tokio_echo", [os.path.join(peers, "tokio_echo"), "--threads", "2"]),
         ("tokio_echo", [os.path.join(peers, "tokio_echo"), "--threads", "2", "--model", "runtimes"]),
     ]
+
+
+def tls_servers(build):
+    """The peers of the "tls" table, each to be started with a certificate and key appended."""
+    bench, peers = os.path.join(build, "bench"), os.path.join(build, "peers")
+    return [
+        ("asio_echo", [os.path.join(bench, "asio_echo")]),
+        ("go_echo", [os.path.join(peers, "go_echo")]),
+        ("tokio_echo", [os.path.join(peers, "tokio_echo")]),
+    ]
+
+
+def make_certificate(folder):
+    """A self-signed ECDSA P-256 certificate for 127.0.0.1 and its key, as the suite serves."""
+    cert, key = os.path.join(folder, "server.crt"), os.path.join(folder, "server.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def tls_client():
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the certificate is the run's own, self-signed
+    return context
+
+
+def tls_echo(port, context, session=None, blocks=64):
+    """Writes `blocks` 16 KiB blocks over TLS, each read back before the next, then closes with
+    close_notify and waits for the server's; returns the TLS socket's session afterwards."""
+    with connect(port) as raw:
+        with context.wrap_socket(raw, session=session) as sock:
+            for _ in range(blocks):
+                block = os.urandom(16 << 10)
+                sock.sendall(block)
+                if recv_exact(sock, len(block)) != block:
+                    raise RuntimeError("echoed bytes differ")
+            reused = sock.session_reused
+            got = sock.session
+            sock.unwrap()  # our close_notify, then the server's
+            return got, reused
+
+
+def check_tls_echo_resume_and_close(port):
+    context = tls_client()
+    session, _ = tls_echo(port, context)
+    _, reused = tls_echo(port, context, session=session, blocks=1)
+    if not reused:
+        raise RuntimeError("the second connection's session ticket was not accepted")
+
+
+def check_tls_plaintext_client(port):
+    with connect(port) as sock:
+        sock.sendall(b"GET / HTTP/1.0\r\n\r\n")  # not a ClientHello: the server closes
+        sock.settimeout(10)
+        try:
+            while sock.recv(4096):
+                pass
+        except ConnectionResetError:
+            pass
+    tls_echo(port, tls_client(), blocks=1)
 
 
 def start(command):
@@ -193,6 +262,12 @@ def main():
     mtserver = os.path.join(build, "bench", "mtserver")
     results.append(run("mtserver --mode ttcp", [mtserver, "--mode", "ttcp"],
                        [check_ttcp, check_ttcp_reset]))
+    with tempfile.TemporaryDirectory() as folder:
+        cert, key = make_certificate(folder)
+        tls_checks = [check_tls_echo_resume_and_close, check_tls_plaintext_client]
+        for name, command in tls_servers(build):
+            command += ["--tls-cert", cert, "--tls-key", key]
+            results.append(run(f"{name} over TLS", command, tls_checks))
     passed, failed, skipped = results.count(True), results.count(False), results.count(None)
     print(f"{passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed else 0

@@ -999,9 +999,12 @@ class Report:
         pingpong, handshakes = self.by_table("tls-pingpong"), self.by_table("tls-handshakes")
         if not (pingpong or handshakes):
             return
-        self.write("## TLS: pingpong and handshakes (tern vs asio::ssl and Go crypto/tls)\n")
+        self.write("## TLS: pingpong and handshakes (tern vs asio::ssl, Go crypto/tls and "
+                   "tokio-rustls)\n")
         self.write("`tern-echo --tls-cert` against `asio_echo --tls-cert` (asio::ssl on the same "
-                   "OpenSSL as tern) and `go_echo -tls-cert` (Go's crypto/tls), each with one "
+                   "OpenSSL as tern), `go_echo -tls-cert` (Go's crypto/tls) and `tokio_echo "
+                   "--tls-cert` (rustls with ring's cryptography, stateless tickets; its pingpong "
+                   "rows in the full pass only), each with one "
                    "thread and the same self-signed ECDSA P-256 certificate; the client is "
                    "`tern-bench --tls` (OpenSSL, X25519, the certificate not checked), one "
                    "thread. tern runs at its defaults (`tern`: epoll, `tern-uring`: io_uring). "

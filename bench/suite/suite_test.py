@@ -736,12 +736,14 @@ class MergeTest(unittest.TestCase):
         self.assertLess(text.index("## Hooks: y"), text.index("## Plots"))
         self.assertLess(text.index("## TLS: x"), text.index("## Hooks: y"))
 
-    def test_the_tls_table_runs_tern_at_defaults_against_asio_and_go(self):
-        for full, servers in ((False, {"tern", "asio", "go"}),
-                              (True, {"tern", "tern-uring", "asio", "go"})):
+    def test_the_tls_table_runs_tern_at_defaults_against_asio_go_and_tokio(self):
+        for full, pingpong in ((False, {"tern", "asio", "go"}),
+                               (True, {"tern", "tern-uring", "asio", "go", "tokio"})):
             cells = tables.tls_cells(2.0, full)
             self.assertTrue(all(c["tls"] and "--tls" in c["args"] for c in cells))
-            self.assertEqual({c["server"] for c in cells}, servers)
+            self.assertEqual({c["server"] for c in cells if c["mode"] == "pingpong"}, pingpong)
+            self.assertEqual({c["server"] for c in cells if c["mode"] == "sessions"},
+                             {"tern", "asio", "go", "tokio"})
             self.assertFalse(any(run.idle_poll_args(c["server"]) for c in cells))
             resumed = [c for c in cells if "--tls-resume" in c["args"]]
             self.assertEqual(len(resumed), len(tables.TLS_HANDSHAKE_SERVERS))

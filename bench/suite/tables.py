@@ -46,9 +46,12 @@ ECHO_PEERS = ["asio", "go", "tokio"]
 TRAFFIC_SERVERS = ["tern", "tern-plain-echo", "otechod", "mtserver"] + ECHO_PEERS
 PINGPONG_SERVERS = ["tern", "tern-uring"] + ECHO_PEERS
 SESSIONS_SERVERS = ["tern", "otechod", "mtserver"] + ECHO_PEERS
-# The "tls" table: tern-echo --tls-cert against asio::ssl and Go crypto/tls echo servers.
-TLS_PINGPONG_SERVERS = ["tern", "tern-uring", "asio", "go"]
-TLS_HANDSHAKE_SERVERS = ["tern", "asio", "go"]
+# The "tls" table: tern-echo --tls-cert against asio::ssl, Go crypto/tls and tokio-rustls echo
+# servers. The quick pass runs pingpong without tern-uring and tokio (its 8 minutes), the
+# handshakes with every server.
+TLS_PINGPONG_SERVERS = ["tern", "tern-uring", "asio", "go", "tokio"]
+TLS_QUICK_PINGPONG_SERVERS = ["tern", "asio", "go"]
+TLS_HANDSHAKE_SERVERS = ["tern", "asio", "go", "tokio"]
 # RPC over TLS: tern-rpc-server on both backends and gRPC C++ (both server APIs) over TLS, and
 # tern-rpc-server in plaintext (epoll) in the same group, for what TLS costs tern.
 TLS_RPC_SERVERS = ["tern", "tern-uring", "tern-plaintext", "grpc-sync", "grpc-callback"]
@@ -197,8 +200,7 @@ def tls_cells(seconds, full):
     short sessions that each make a full (or, with --tls-resume, a resumed) handshake and one
     8-byte echo: one server thread, one client thread, tern at its defaults."""
     cells = []
-    servers = TLS_PINGPONG_SERVERS if full else [s for s in TLS_PINGPONG_SERVERS
-                                                 if s != "tern-uring"]
+    servers = TLS_PINGPONG_SERVERS if full else TLS_QUICK_PINGPONG_SERVERS
     for sessions in (1, 10, 100) if full else (1, 100):
         for server in servers:
             cells.append({
@@ -430,7 +432,7 @@ TABLES = {
     "003": (lambda full, seconds: pingpong_cells(seconds, full), 72, 680),
     "004": (lambda full, seconds: sessions_cells(50_000 if full else 15_000, full), 60, 330),
     "hook": (lambda full, seconds: hook_cells(seconds, full), 34, 250),
-    "tls": (lambda full, seconds: tls_cells(seconds, full), 55, 210),
+    "tls": (lambda full, seconds: tls_cells(seconds, full), 61, 260),
     "failover": (lambda full, seconds: failover_cells(full), 32, 40),
     "stream": (lambda full, seconds: stream_cells(1.0 if full else 0.5, full), 23, 63),
     "tls-rpc": (lambda full, seconds: tls_rpc_cells(100_000 if full else 8_000, full), 6, 180),

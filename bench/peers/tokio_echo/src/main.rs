@@ -1,8 +1,10 @@
 //! tokio_echo: the tokio peer echo server of tern's benchmarks (report 003 pingpong, 000 echo,
 //! 004 sessions): a task per connection reading into a reused buffer and writing the bytes back.
+//! With --tls-cert and --tls-key every connection is served over rustls (tokio-rustls, ring's
+//! cryptography, the peer of the "tls" table): the handshake first, then the same loop.
 //!
 //!   tokio_echo [--host 127.0.0.1] [--port 0] [--threads 1] [--buf 16384]
-//!              [--model shared|runtimes] [--duration 0]
+//!              [--model shared|runtimes] [--duration 0] [--tls-cert FILE --tls-key FILE]
 //!
 //! --model shared (the default): one runtime; with --threads 1 the current_thread runtime on the
 //! main thread, with N > 1 the multi-thread runtime with N workers (work stealing) and one
@@ -15,11 +17,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::runtime::{Builder, Runtime};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{watch, Notify};
+use tokio_rustls::TlsAcceptor;
 
 const TOKIO_VERSION: &str = "1.54.1";
 
@@ -37,6 +40,8 @@ Options:
                      N workers and one listener; the default); runtimes: N current_thread
                      runtimes, each with its own SO_REUSEPORT listener
   --duration SECS    stop after this many seconds (default 0: on a signal)
+  --tls-cert FILE    serve TLS (rustls) with this PEM certificate chain (with --tls-key)
+  --tls-key FILE     the PEM private key of --tls-cert
   -h, --help         print this help";
 
 #[derive(Clone)]
@@ -47,6 +52,8 @@ struct Config {
     buf: usize,
     model: String,
     duration: f64,
+    tls_cert: String,
+    tls_key: String,
 }
 
 // Reads the command line; Err carries the message for stderr (empty for --help).
@@ -58,6 +65,8 @@ fn parse_args() -> Result<Config, String> {
         buf: 16 * 1024,
         model: "shared".into(),
         duration: 0.0,
+        tls_cert: String::new(),
+        tls_key: String::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -68,7 +77,7 @@ fn parse_args() -> Result<Config, String> {
         if name == "-h" || name == "--help" {
             return Err(String::new());
         }
-        const OPTIONS: [&str; 10] = [
+        const OPTIONS: [&str; 12] = [
             "--host",
             "--port",
             "-p",
@@ -79,6 +88,8 @@ fn parse_args() -> Result<Config, String> {
             "-b",
             "--model",
             "--duration",
+            "--tls-cert",
+            "--tls-key",
         ];
         if !OPTIONS.contains(&name.as_str()) {
             return Err(format!("unknown option {name}"));
@@ -94,6 +105,8 @@ fn parse_args() -> Result<Config, String> {
             "--threads" | "-t" => config.threads = value.parse().map_err(bad)?,
             "--buf" | "--block" | "-b" => config.buf = value.parse().map_err(bad)?,
             "--model" => config.model = value.clone(),
+            "--tls-cert" => config.tls_cert = value.clone(),
+            "--tls-key" => config.tls_key = value.clone(),
             "--duration" => {
                 config.duration = value
                     .parse()
@@ -108,18 +121,25 @@ fn parse_args() -> Result<Config, String> {
             config.model
         ));
     }
+    if config.tls_cert.is_empty() != config.tls_key.is_empty() {
+        return Err("--tls-cert and --tls-key go together".into());
+    }
     config.threads = config.threads.max(1);
     config.buf = config.buf.max(1);
     Ok(config)
 }
 
-// Writes back every byte it reads until the peer closes or resets the connection.
-async fn echo(mut stream: TcpStream, buf_size: usize) {
-    let _ = stream.set_nodelay(true);
+// Writes back every byte it reads until the peer closes or resets the connection; after the
+// peer's clean close, closes its own side (over TLS: answers close_notify with its own).
+async fn echo<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, buf_size: usize) {
     let mut buf = vec![0u8; buf_size];
     loop {
         match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) => {
+                let _ = stream.shutdown().await;
+                return;
+            }
+            Err(_) => return,
             Ok(n) => {
                 if stream.write_all(&buf[..n]).await.is_err() {
                     return;
@@ -129,12 +149,49 @@ async fn echo(mut stream: TcpStream, buf_size: usize) {
     }
 }
 
-// Accepts forever, spawning an echo task per connection on the current runtime.
-async fn accept_loop(listener: TcpListener, buf_size: usize) {
+// One accepted connection: plaintext, or the TLS handshake and then the echo over TLS.
+async fn serve(stream: TcpStream, buf_size: usize, tls: Option<TlsAcceptor>) {
+    let _ = stream.set_nodelay(true);
+    match tls {
+        None => echo(stream, buf_size).await,
+        Some(acceptor) => {
+            if let Ok(stream) = acceptor.accept(stream).await {
+                echo(stream, buf_size).await;
+            }
+        }
+    }
+}
+
+// The acceptor of --tls-cert/--tls-key: rustls's defaults (TLS 1.2 and 1.3, X25519 first) on
+// ring, with stateless session tickets as OpenSSL and Go issue them.
+fn tls_acceptor(cert: &str, key: &str) -> Result<TlsAcceptor, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect())
+        .map_err(|e| format!("--tls-cert {cert}: {e}"))?;
+    if certs.is_empty() {
+        return Err(format!("--tls-cert {cert}: no certificate in it"));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("--tls-key {key}: {e}"))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS versions: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+    config.ticketer =
+        rustls::crypto::ring::Ticketer::new().map_err(|e| format!("session tickets: {e}"))?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+// Accepts forever, spawning a task per connection on the current runtime.
+async fn accept_loop(listener: TcpListener, buf_size: usize, tls: Option<TlsAcceptor>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tokio::spawn(echo(stream, buf_size));
+                tokio::spawn(serve(stream, buf_size, tls.clone()));
             }
             // Out of descriptors or an aborted handshake: back off briefly, keep serving.
             Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
@@ -192,21 +249,26 @@ fn runtime(threads: usize) -> std::io::Result<Runtime> {
 
 fn announce(addr: SocketAddr, config: &Config, how: &str) {
     println!(
-        "tokio_echo: listening on {}:{} ({} thread{}, {}, buf {}, tokio {})",
+        "tokio_echo: listening on {}:{} ({} thread{}, {}, buf {}, tokio {}{})",
         addr.ip(),
         addr.port(),
         config.threads,
         if config.threads == 1 { "" } else { "s" },
         how,
         config.buf,
-        TOKIO_VERSION
+        TOKIO_VERSION,
+        if config.tls_cert.is_empty() {
+            ""
+        } else {
+            ", rustls"
+        }
     );
     use std::io::Write;
     let _ = std::io::stdout().flush();
 }
 
 // One runtime, one listener: current_thread for 1 thread, multi_thread otherwise.
-fn run_shared(config: &Config, addr: SocketAddr) -> std::io::Result<()> {
+fn run_shared(config: &Config, addr: SocketAddr, tls: Option<TlsAcceptor>) -> std::io::Result<()> {
     let rt = runtime(config.threads)?;
     let how = if config.threads == 1 {
         "current_thread runtime"
@@ -219,7 +281,7 @@ fn run_shared(config: &Config, addr: SocketAddr) -> std::io::Result<()> {
         let buf = config.buf;
         let stop = tokio::spawn(stop_requested(config.duration));
         announce(local, config, how);
-        let accept = tokio::spawn(accept_loop(listener, buf));
+        let accept = tokio::spawn(accept_loop(listener, buf, tls));
         let result = stop.await.unwrap_or(Ok(()));
         accept.abort();
         result
@@ -228,7 +290,11 @@ fn run_shared(config: &Config, addr: SocketAddr) -> std::io::Result<()> {
 }
 
 // N current_thread runtimes, each on its own thread with its own SO_REUSEPORT listener.
-fn run_runtimes(config: &Config, addr: SocketAddr) -> std::io::Result<()> {
+fn run_runtimes(
+    config: &Config,
+    addr: SocketAddr,
+    tls: Option<TlsAcceptor>,
+) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut local = addr;
     let mut threads = Vec::new();
@@ -239,9 +305,10 @@ fn run_runtimes(config: &Config, addr: SocketAddr) -> std::io::Result<()> {
         local = listener.local_addr()?;
         let mut stop_rx = stop_rx.clone();
         let buf = config.buf;
+        let tls = tls.clone();
         threads.push(std::thread::spawn(move || {
             rt.block_on(async move {
-                let accept = tokio::spawn(accept_loop(listener, buf));
+                let accept = tokio::spawn(accept_loop(listener, buf, tls));
                 let _ = stop_rx.wait_for(|stop| *stop).await;
                 accept.abort();
             });
@@ -292,12 +359,23 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let tls = if config.tls_cert.is_empty() {
+        None
+    } else {
+        match tls_acceptor(&config.tls_cert, &config.tls_key) {
+            Ok(acceptor) => Some(acceptor),
+            Err(message) => {
+                eprintln!("tokio_echo: {message}");
+                return ExitCode::from(2);
+            }
+        }
+    };
     raise_fd_limit();
     let addr = SocketAddr::new(ip, config.port);
     let result = if config.model == "runtimes" && config.threads > 1 {
-        run_runtimes(&config, addr)
+        run_runtimes(&config, addr, tls)
     } else {
-        run_shared(&config, addr)
+        run_shared(&config, addr, tls)
     };
     match result {
         Ok(()) => {
