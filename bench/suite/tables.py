@@ -432,7 +432,7 @@ TABLES = {
     "003": (lambda full, seconds: pingpong_cells(seconds, full), 72, 680),
     "004": (lambda full, seconds: sessions_cells(50_000 if full else 15_000, full), 60, 330),
     "hook": (lambda full, seconds: hook_cells(seconds, full), 34, 250),
-    "tls": (lambda full, seconds: tls_cells(seconds, full), 61, 260),
+    "tls": (lambda full, seconds: tls_cells(seconds, full), 61, 280),
     "failover": (lambda full, seconds: failover_cells(full), 32, 40),
     "stream": (lambda full, seconds: stream_cells(1.0 if full else 0.5, full), 23, 63),
     "tls-rpc": (lambda full, seconds: tls_rpc_cells(100_000 if full else 8_000, full), 6, 180),
