@@ -506,6 +506,38 @@ class ReportTest(unittest.TestCase):
         # tern 900 MB/s on 90% of a CPU: 1,000 per CPU-second; asio 600 on 40%: 1,500.
         self.assertIn("| 16384 B | 1 | 10 | 1,000 | 1,500 | 0.67× |", text)
 
+    def test_the_switch_table_gives_the_fiber_over_context_ratio_of_its_rounds(self):
+        def switch_run(target, whole, batch, number):
+            figures = {"ns_per_switch": whole}
+            if batch is not None:
+                figures["batch_p50_ns_per_switch"] = batch
+            return {"mode": "switch", "target": target, "verified": True,
+                    "params": {"switches": 1000}, "figures": figures,
+                    "suite": {"table": "switch", "server": None, "group": "switch",
+                              "round": number, "rounds": 3, "command": "tern-bench switch"}}
+        # Per round, fiber / context: whole runs 2.0, 1.4, 1.2; batch medians 1.3, 1.2, 1.6.
+        runs = []
+        for number, (fiber, context, fiber_batch, context_batch) in enumerate(
+                [(10.0, 5.0, 6.5, 5.0), (7.0, 5.0, 6.0, 5.0), (6.0, 5.0, 8.0, 5.0)], 1):
+            runs += [switch_run("tern-fiber", fiber, fiber_batch, number),
+                     switch_run("tern-context", context, context_batch, number),
+                     switch_run("boost.context", 4.0 + number, None, number)]
+        text = self.render(runs)
+        # Each implementation's median round by ns per switch; boost has no batch median.
+        self.assertIn("| tern-fiber | 7 | 6 |", text)
+        self.assertIn("| boost.context | 6 | – |", text)
+        self.assertEqual(text.count("| tern-fiber |"), 1)
+        self.assertIn("| whole runs | 1.40× (1.20–2.00) | ≤ 1.5×: missed (median 1.40, "
+                      "highest round 2.00) |", text)
+        self.assertIn("| batch medians | 1.30× (1.20–1.60) | ≤ 1.5×: missed (median 1.30, "
+                      "highest round 1.60) |", text)
+
+    def test_a_ratio_that_must_stay_low_is_met_within_the_round_tolerance(self):
+        self.assertEqual(report.verdict_at_most([1.2, 1.4, 1.55], 1.5), "≤ 1.5×: met")
+        self.assertEqual(report.verdict_at_most([1.2, 1.6, 1.3], 1.5),
+                         "≤ 1.5×: missed (median 1.30, highest round 1.60)")
+        self.assertEqual(report.verdict_at_most([1.2, None], 1.5), "≤ 1.5×: –")
+
     def test_tables_name_the_reports_of_the_methods_page(self):
         switch = {"mode": "switch", "target": "tern-fiber", "verified": True,
                   "params": {"switches": 1000}, "figures": {"ns_per_switch": 20.0},
