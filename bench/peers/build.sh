@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Go and Rust peers (go_echo, tokio_echo with tokio-rustls) into BUILD_DIR/peers/ and writes
-# BUILD_DIR/peers/versions.json: for every peer its name, whether it was built, the toolchain
+# Builds the Go and Rust peers (go_echo, tokio_echo with tokio-rustls) into BUILD_DIR/peers/ and
+# writes BUILD_DIR/peers/versions.json: for every peer its name, whether it was built, the toolchain
 # and library versions, and why it was skipped. The C/C++ peers (asio_echo, otechod, mtserver,
 # switch_peers) are CMake targets of the same build dir (TERN_BUILD_BENCH=ON); this script only
 # records their versions.
@@ -56,11 +56,13 @@ fi
 lock="$here/tokio_echo/Cargo.lock"
 # The version of crate $1 that Cargo.lock pins.
 locked_version() {
-  awk -v crate="$1" '$0 == "name = \"" crate "\"" { getline; gsub(/version = |"/, ""); print; exit }' \
+  awk -v crate="$1" \
+    '$0 == "name = \"" crate "\"" { getline; gsub(/version = |"/, ""); print; exit }' \
     "$lock" 2>/dev/null
 }
 # tokio, and the TLS stack of --tls-cert (rustls on ring).
-tokio_version="$(locked_version tokio), rustls $(locked_version rustls) (ring $(locked_version ring))"
+tokio_version="$(locked_version tokio), rustls $(locked_version rustls)"
+tokio_version+=" (ring $(locked_version ring))"
 if ! command -v cargo >/dev/null 2>&1; then
   skip tokio_echo "no cargo on PATH" "" "tokio $tokio_version"
 else

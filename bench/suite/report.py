@@ -115,8 +115,9 @@ def figure_of(name):
 
 
 # The figure by which a comparison table picks each server's median round.
-ROUND_FIGURE = {"switch": "ns_per_switch", "000": "pkg_per_s", "001": "tps", "003": "mb_per_s", "004": "sessions_per_s",
-                "hook-redis": "rps", "hook-pingpong": "mb_per_s", "hook-rpc": "tps",
+ROUND_FIGURE = {"switch": "ns_per_switch", "000": "pkg_per_s", "001": "tps", "003": "mb_per_s",
+                "004": "sessions_per_s", "hook-redis": "rps", "hook-pingpong": "mb_per_s",
+                "hook-rpc": "tps",
                 "tls-pingpong": "mb_per_s", "tls-handshakes": "sessions_per_s", "tls-rpc": "tps",
                 "failover": "p99_window_ms", "stream": "tps"}
 
