@@ -129,20 +129,17 @@ fn parse_args() -> Result<Config, String> {
     Ok(config)
 }
 
-// Writes back every byte it reads until the peer closes or resets the connection; after the
-// peer's clean close, closes its own side (over TLS: answers close_notify with its own).
-async fn echo<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, buf_size: usize) {
+// Writes back every byte it reads until the peer closes or resets the connection; true when the
+// peer closed cleanly (end of stream; over TLS, its close_notify).
+async fn echo<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, buf_size: usize) -> bool {
     let mut buf = vec![0u8; buf_size];
     loop {
         match stream.read(&mut buf).await {
-            Ok(0) => {
-                let _ = stream.shutdown().await;
-                return;
-            }
-            Err(_) => return,
+            Ok(0) => return true,
+            Err(_) => return false,
             Ok(n) => {
                 if stream.write_all(&buf[..n]).await.is_err() {
-                    return;
+                    return false;
                 }
             }
         }
@@ -153,10 +150,16 @@ async fn echo<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, buf_size: usize)
 async fn serve(stream: TcpStream, buf_size: usize, tls: Option<TlsAcceptor>) {
     let _ = stream.set_nodelay(true);
     match tls {
-        None => echo(stream, buf_size).await,
+        // Dropping the socket closes it: no shutdown() system call per session.
+        None => {
+            let mut stream = stream;
+            echo(&mut stream, buf_size).await;
+        }
         Some(acceptor) => {
-            if let Ok(stream) = acceptor.accept(stream).await {
-                echo(stream, buf_size).await;
+            if let Ok(mut stream) = acceptor.accept(stream).await {
+                if echo(&mut stream, buf_size).await {
+                    let _ = stream.shutdown().await; // answers close_notify with ours
+                }
             }
         }
     }
