@@ -45,13 +45,10 @@ def servers(build):
 
 
 def tls_servers(build):
-    """The peers of the "tls" table, each to be started with a certificate and key appended."""
-    bench, peers = os.path.join(build, "bench"), os.path.join(build, "peers")
-    return [
-        ("asio_echo", [os.path.join(bench, "asio_echo")]),
-        ("go_echo", [os.path.join(peers, "go_echo")]),
-        ("tokio_echo", [os.path.join(peers, "tokio_echo")]),
-    ]
+    """The peers of the "tls" table (one thread, as the table runs them), each to be started with
+    a certificate and key appended."""
+    return [(name, command) for name, command in servers(build)
+            if name in ("asio_echo", "go_echo", "tokio_echo") and len(command) == 1]
 
 
 def make_certificate(folder):
@@ -74,7 +71,8 @@ def tls_client():
 
 def tls_echo(port, context, session=None, blocks=64):
     """Writes `blocks` 16 KiB blocks over TLS, each read back before the next, then closes with
-    close_notify and waits for the server's; returns the TLS socket's session afterwards."""
+    close_notify and waits for the server's; returns the connection's session (to resume) and
+    whether this connection resumed the one it was given."""
     with connect(port) as raw:
         with context.wrap_socket(raw, session=session) as sock:
             for _ in range(blocks):

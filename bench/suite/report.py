@@ -373,12 +373,12 @@ class Report:
             return f"{statistics.median(rounds):.2f}×" + spread(rounds)
         return ratio(top(medians), bottom(medians)) + spread(rounds)
 
-    def target_cell(self, group, figure, top, bottom, medians, target):
-        """Whether top / bottom meets `target` by verdict()'s rule, over the rounds of `group`
-        (or the one run's ratio when it ran once)."""
+    def target_cell(self, group, figure, top, bottom, medians, target, judge=None):
+        """Whether top / bottom meets `target` by verdict()'s rule (or `judge`'s, such as
+        verdict_at_most), over the rounds of `group` (or the one run's ratio when it ran once)."""
         ratios = self.per_round(group, figure, top, bottom) or [
             ratio_value(top(medians), bottom(medians))]
-        return verdict(ratios, target)
+        return (judge or verdict)(ratios, target)
 
     def client_backends(self):
         """Which I/O backend tern-bench's clients ran on, from the runs' params: `auto` (the
@@ -506,10 +506,9 @@ class Report:
         for label, figure in (("whole runs", "ns_per_switch"),
                               ("batch medians", "batch_p50_ns_per_switch")):
             medians = {server_of(r): fig(r, figure) for r in runs}
-            ratios = self.per_round("switch", figure, fiber, context) or [
-                ratio_value(fiber(medians), context(medians))]
             ratio_rows.append([label, self.ratio_cell("switch", figure, fiber, context, medians),
-                               verdict_at_most(ratios, 1.5)])
+                               self.target_cell("switch", figure, fiber, context, medians, 1.5,
+                                                judge=verdict_at_most)])
         self.write("A tern fiber's switch (through the scheduler) against its raw context switch, "
                    "both measured in each round by one tern-bench run; the median of the rounds' "
                    "ratios, then the lowest and highest. tern's target: at most 1.5×.\n")
